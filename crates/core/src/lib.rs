@@ -1,0 +1,16 @@
+//! Shared vocabulary of stategraph: values, run configuration, ids and error kinds.
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod error;
+mod id;
+pub mod json;
+mod value;
+
+pub use config::{Configurable, RunnableConfig};
+pub use error::ErrorKind;
+pub use id::CheckpointId;
+pub use value::{StateValue, Value, ValueError};
+
+/// A JSON object, the shape of metadata and free-form configuration.
+pub type JsonMap = serde_json::Map<String, serde_json::Value>;

@@ -1,0 +1,356 @@
+//! Type-erased, shared, immutable values.
+
+use std::any::{Any, type_name};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorKind;
+use crate::json;
+
+/// What a value stored in a channel must be able to do: serialize for
+/// checkpoints, deserialize when read back, clone when a reducer needs an owned
+/// copy of a shared value, and cross threads.
+///
+/// Implemented for every type with those properties; never implement it by hand.
+pub trait StateValue: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {}
+
+impl<T> StateValue for T where T: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {}
+
+/// A failure to turn a [`Value`] into JSON or into a concrete Rust type.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// The value could not be serialized.
+    #[error("cannot serialize value of type `{type_name}` at `{path}`: {message}")]
+    Serialize {
+        /// The Rust type of the value.
+        type_name: &'static str,
+        /// The path of the bad part inside the value (`.` for the value itself).
+        path: String,
+        /// What the serializer said.
+        message: String,
+    },
+    /// The value does not have the shape of the requested type.
+    #[error("cannot decode value as `{expected}` at `{path}`: {message}")]
+    Decode {
+        /// The Rust type that was requested.
+        expected: &'static str,
+        /// The path of the bad part inside the value (`.` for the value itself).
+        path: String,
+        /// What the deserializer said.
+        message: String,
+    },
+}
+
+impl ValueError {
+    /// Always [`ErrorKind::Serialization`].
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Serialization
+    }
+}
+
+/// The object-safe face of a value: downcasting plus erased serialization.
+trait Object: Any + Send + Sync {
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+    fn type_name(&self) -> &'static str;
+}
+
+impl<T: Serialize + Send + Sync + 'static> Object for T {
+    fn as_any(&self) -> &(dyn Any + Send + Sync) {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+    fn type_name(&self) -> &'static str {
+        type_name::<T>()
+    }
+}
+
+/// An immutable value shared by `Arc`: the currency of channels, checkpoints and
+/// pending writes.
+///
+/// A value is either a *live* Rust value (what nodes write and channels hold; it
+/// is shared between the runtime, checkpoints and the in-memory saver without
+/// ever being copied or serialized) or plain JSON (what a persistent backend
+/// reads back, or what a dynamic JSON state holds). [`Value::decode`] returns the
+/// concrete type either way.
+///
+/// Cloning a `Value` is a reference-count increment.
+#[derive(Clone)]
+pub struct Value(Arc<dyn Object>);
+
+impl Value {
+    /// Wraps a live value.
+    pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// Wraps a live value that is already shared, without copying it.
+    pub fn from_arc<T: Serialize + Send + Sync + 'static>(value: Arc<T>) -> Self {
+        Self(value)
+    }
+
+    /// Wraps plain JSON.
+    pub fn from_json(value: serde_json::Value) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The JSON `null` value (shared; no allocation).
+    pub fn null() -> Self {
+        static NULL: OnceLock<Value> = OnceLock::new();
+        NULL.get_or_init(|| Self::from_json(serde_json::Value::Null))
+            .clone()
+    }
+
+    /// Whether this value holds a live `T` (not JSON that would decode to one).
+    pub fn is<T: Any>(&self) -> bool {
+        self.0.as_any().is::<T>()
+    }
+
+    /// The live `T` inside, if this value holds one.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    /// The shared live `T` inside, if this value holds one; otherwise the value back.
+    pub fn downcast_arc<T: Any + Send + Sync>(self) -> Result<Arc<T>, Self> {
+        if self.is::<T>() {
+            // Checked just above, so the downcast cannot fail.
+            Ok(self
+                .0
+                .into_any()
+                .downcast::<T>()
+                .unwrap_or_else(|_| unreachable!("type checked before downcast")))
+        } else {
+            Err(self)
+        }
+    }
+
+    /// The JSON inside, if this value holds plain JSON.
+    pub fn as_json(&self) -> Option<&serde_json::Value> {
+        self.downcast_ref::<serde_json::Value>()
+    }
+
+    /// The Rust type name of what this value holds (`serde_json::value::Value` for JSON).
+    pub fn type_name(&self) -> &'static str {
+        self.0.type_name()
+    }
+
+    /// Whether two values share the same allocation.
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Converts the value to JSON (cloned when it already is JSON).
+    ///
+    /// # Errors
+    /// [`ValueError::Serialize`] naming the path of the part that could not be
+    /// serialized (for example a map with non-string keys).
+    pub fn to_json(&self) -> Result<serde_json::Value, ValueError> {
+        if let Some(json) = self.as_json() {
+            return Ok(json.clone());
+        }
+        serde_path_to_error::serialize(self.0.as_serialize(), serde_json::value::Serializer)
+            .map_err(|err| ValueError::Serialize {
+                type_name: self.type_name(),
+                path: err.path().to_string(),
+                message: err.inner().to_string(),
+            })
+    }
+
+    /// Returns the value as a shared `T`: the live value itself when it is a `T`,
+    /// otherwise `T` deserialized from its JSON form.
+    ///
+    /// # Errors
+    /// [`ValueError::Decode`] naming the path of the first part that does not fit `T`.
+    pub fn decode<T: DeserializeOwned + Send + Sync + 'static>(self) -> Result<Arc<T>, ValueError> {
+        match self.downcast_arc::<T>() {
+            Ok(arc) => Ok(arc),
+            Err(value) => value.decode_from_json::<T>().map(Arc::new),
+        }
+    }
+
+    /// Like [`Value::decode`], but returns an owned `T`, cloning only when the
+    /// live value is shared with someone else.
+    ///
+    /// # Errors
+    /// As [`Value::decode`].
+    pub fn decode_owned<T: DeserializeOwned + Clone + Send + Sync + 'static>(
+        self,
+    ) -> Result<T, ValueError> {
+        match self.downcast_arc::<T>() {
+            Ok(arc) => Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())),
+            Err(value) => value.decode_from_json::<T>(),
+        }
+    }
+
+    fn decode_from_json<T: DeserializeOwned>(&self) -> Result<T, ValueError> {
+        let decode_error =
+            |err: serde_path_to_error::Error<serde_json::Error>| ValueError::Decode {
+                expected: type_name::<T>(),
+                path: err.path().to_string(),
+                message: err.inner().to_string(),
+            };
+        match self.as_json() {
+            Some(json) => serde_path_to_error::deserialize(json).map_err(decode_error),
+            None => {
+                let json = self.to_json()?;
+                serde_path_to_error::deserialize(&json).map_err(decode_error)
+            }
+        }
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(self.0.as_serialize(), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_json::Value::deserialize(deserializer).map(Self::from_json)
+    }
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(value: serde_json::Value) -> Self {
+        Self::from_json(value)
+    }
+}
+
+/// Values are equal when their JSON forms are equal, with numbers compared by
+/// numeric value (`1 == 1.0`, as in Python). Values that cannot be serialized
+/// are equal only to themselves.
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        if self.ptr_eq(other) {
+            return true;
+        }
+        match (self.to_json(), other.to_json()) {
+            (Ok(a), Ok(b)) => json::json_eq(&a, &b),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_json() {
+            Ok(json) if self.as_json().is_some() => write!(f, "{json}"),
+            Ok(json) => write!(f, "{}({json})", self.type_name()),
+            Err(err) => write!(f, "{}(<{err}>)", self.type_name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Joke {
+        subject: String,
+        rating: u8,
+    }
+
+    #[test]
+    fn live_values_are_shared_not_copied() {
+        let joke = Arc::new(Joke {
+            subject: "cats".into(),
+            rating: 3,
+        });
+        let value = Value::from_arc(joke.clone());
+        let copy = value.clone();
+        assert!(copy.ptr_eq(&value));
+        let back = copy.decode::<Joke>().unwrap();
+        assert!(Arc::ptr_eq(&back, &joke));
+    }
+
+    #[test]
+    fn json_decodes_into_typed_values() {
+        let value = Value::from_json(json!({"subject": "dogs", "rating": 5}));
+        let joke = value.decode_owned::<Joke>().unwrap();
+        assert_eq!(
+            joke,
+            Joke {
+                subject: "dogs".into(),
+                rating: 5
+            }
+        );
+    }
+
+    #[test]
+    fn live_values_of_another_type_convert_through_json() {
+        let value = Value::new(json!({"subject": "owls", "rating": 1}));
+        assert_eq!(value.decode_owned::<Joke>().unwrap().subject, "owls");
+        let typed = Value::new(Joke {
+            subject: "emus".into(),
+            rating: 2,
+        });
+        let as_json = typed.decode_owned::<serde_json::Value>().unwrap();
+        assert_eq!(as_json, json!({"subject": "emus", "rating": 2}));
+    }
+
+    #[test]
+    fn decode_errors_name_the_path_and_type() {
+        let value = Value::from_json(
+            json!([{"subject": "a", "rating": 1}, {"subject": "b", "rating": "high"}]),
+        );
+        let err = value.decode::<Vec<Joke>>().unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("[1].rating"), "{text}");
+        assert!(text.contains("Joke"), "{text}");
+        assert_eq!(err.kind(), ErrorKind::Serialization);
+    }
+
+    #[test]
+    fn serialize_errors_name_the_path() {
+        let mut bad = HashMap::new();
+        bad.insert((1, 2), "tuple keys are not JSON");
+        let value = Value::new(vec![bad]);
+        let err = value.to_json().unwrap_err();
+        assert!(
+            matches!(err, ValueError::Serialize { ref path, .. } if path.starts_with("[0]")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn equality_is_by_json_form_with_numeric_numbers() {
+        assert_eq!(Value::new(1_i64), Value::from_json(json!(1.0)));
+        assert_eq!(Value::new(vec!["a"]), Value::from_json(json!(["a"])));
+        assert_ne!(Value::new("a"), Value::new("b"));
+    }
+
+    #[test]
+    fn serde_round_trip_goes_through_json() {
+        let value = Value::new(Joke {
+            subject: "x".into(),
+            rating: 9,
+        });
+        let text = serde_json::to_string(&value).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert!(back.as_json().is_some());
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn null_is_shared() {
+        assert!(Value::null().ptr_eq(&Value::null()));
+        assert_eq!(Value::null().to_json().unwrap(), serde_json::Value::Null);
+    }
+}
