@@ -1,0 +1,103 @@
+//! Benchmark workloads of stategraph, in the LangGraph harnesses' output format.
+#![doc = include_str!("../README.md")]
+
+mod checkpoint;
+
+use std::time::{Duration, Instant};
+
+/// A benchmark workload.
+pub struct Workload {
+    /// The name printed in the `workload` field.
+    pub name: &'static str,
+    /// Runs the workload once and returns its outcome.
+    pub run: fn() -> Outcome,
+}
+
+/// What one run of a workload produced, for the `chunks` and `check` fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Number of stream chunks (or operations) the run produced.
+    pub chunks: usize,
+    /// The check object, comparable across implementations.
+    pub check: serde_json::Value,
+}
+
+/// Every workload, in a stable order.
+pub fn workloads() -> Vec<Workload> {
+    checkpoint::workloads()
+}
+
+/// Runs `warmup` untimed and `reps` timed repetitions and returns the JSON
+/// line for the workload.
+pub fn measure(workload: &Workload, reps: usize, warmup: usize) -> serde_json::Value {
+    for _ in 0..warmup {
+        (workload.run)();
+    }
+    let mut times: Vec<Duration> = Vec::with_capacity(reps.max(1));
+    let mut outcome = None;
+    for _ in 0..reps.max(1) {
+        let start = Instant::now();
+        let result = (workload.run)();
+        times.push(start.elapsed());
+        outcome = Some(result);
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    let outcome = outcome.unwrap_or(Outcome {
+        chunks: 0,
+        check: serde_json::Value::Null,
+    });
+    serde_json::json!({
+        "impl": "stategraph-rust",
+        "workload": workload.name,
+        "mode": "async",
+        "reps": times.len(),
+        "median_s": median.as_secs_f64(),
+        "min_s": times[0].as_secs_f64(),
+        "chunks": outcome.chunks,
+        "check": outcome.check,
+    })
+}
+
+/// Whether `name` matches a comma-separated list of patterns where `*`
+/// matches any run of characters.
+pub fn matches(patterns: &str, name: &str) -> bool {
+    patterns
+        .split(',')
+        .map(str::trim)
+        .any(|pattern| glob(pattern.as_bytes(), name.as_bytes()))
+}
+
+fn glob(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|skip| glob(rest, &text[skip..])),
+        Some((c, rest)) => text.first() == Some(c) && glob(rest, &text[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_like_the_python_harness() {
+        assert!(matches("*", "sequential_10"));
+        assert!(matches("sequential_*,react_agent_10x", "react_agent_10x"));
+        assert!(matches("checkpoint_*", "checkpoint_memory_put_shared"));
+        assert!(!matches(
+            "checkpoint_*_serialized",
+            "checkpoint_memory_put_shared"
+        ));
+    }
+
+    #[test]
+    fn every_workload_runs_and_reports_its_check() {
+        for workload in workloads() {
+            let line = measure(&workload, 1, 0);
+            assert_eq!(line["workload"], workload.name);
+            assert!(line["chunks"].as_u64().unwrap() > 0);
+            assert!(line["check"].is_object());
+        }
+    }
+}
