@@ -1,0 +1,111 @@
+//! `cargo xtask bench`: the Rust workloads in release mode, optionally beside
+//! the Python LangGraph harnesses in the same run.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// Python-side harnesses: (script relative to the workspace root, workload
+/// prefix it covers). The official harness covers the graph workloads by name.
+const PYTHON_HARNESSES: &[(&str, &str)] = &[(
+    "crates/bench/python/checkpoint_put.py",
+    "checkpoint_memory_put",
+)];
+
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
+    let mut rust_args = Vec::new();
+    let mut python = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--python" {
+            python = Some(
+                iter.next()
+                    .context("--python needs the path of a python interpreter")?
+                    .clone(),
+            );
+        } else {
+            rust_args.push(arg.clone());
+        }
+    }
+    let output = crate::cargo()
+        .args(["run", "--release", "-q", "-p", "stategraph-bench", "--"])
+        .args(&rust_args)
+        .output()
+        .context("cannot run stategraph-bench")?;
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        bail!(
+            "stategraph-bench failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let Some(python) = python else {
+        return Ok(());
+    };
+    let rust = parse_lines(&String::from_utf8_lossy(&output.stdout));
+    let passthrough = python_args(&rust_args);
+    let mut python_lines = Vec::new();
+    for (script, prefix) in PYTHON_HARNESSES {
+        if !rust.iter().any(|line| {
+            line["workload"]
+                .as_str()
+                .is_some_and(|w| w.starts_with(prefix))
+        }) {
+            continue;
+        }
+        let output = Command::new(&python)
+            .arg(root.join(script))
+            .args(&passthrough)
+            .output()
+            .with_context(|| format!("cannot run {python} {script}"))?;
+        if !output.status.success() {
+            bail!(
+                "{script} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        print!("{text}");
+        python_lines.extend(parse_lines(&text));
+    }
+    println!("\nspeed-up (python median / rust median):");
+    for line in &rust {
+        let name = line["workload"].as_str().unwrap_or_default();
+        let theirs = python_lines
+            .iter()
+            .find(|p| p["workload"].as_str().is_some_and(|w| name.starts_with(w)));
+        match (
+            line["median_s"].as_f64(),
+            theirs.and_then(|p| p["median_s"].as_f64()),
+        ) {
+            (Some(ours), Some(theirs)) if ours > 0.0 => {
+                println!("  {name:<40} {:>10.1}x", theirs / ours)
+            }
+            _ => println!("  {name:<40} {:>11}", "no python run"),
+        }
+    }
+    Ok(())
+}
+
+fn parse_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// The options both harnesses understand (`-r`, `--warmup`).
+fn python_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if matches!(arg.as_str(), "-r" | "--reps" | "--warmup") {
+            out.push(arg.clone());
+            if let Some(value) = iter.next() {
+                out.push(value.clone());
+            }
+        }
+    }
+    out
+}

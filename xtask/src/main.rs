@@ -1,0 +1,232 @@
+//! Project automation: `cargo xtask ci | tidy | layers | with-postgres -- CMD`.
+//!
+//! Uses std's `process::Command` plus `serde_json` for `cargo metadata`; no
+//! shell helpers, so the build stays small.
+
+// A command-line tool: it reports to the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod bench;
+mod layers;
+mod postgres;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci                      run every check CI runs (fmt, tidy, layers, clippy,
+                          feature checks, tests with a throwaway PostgreSQL, doc
+                          tests, rustdoc)
+  tidy                    check file and manifest conventions
+  layers [--metadata F]   check the crate dependency direction (from `cargo
+                          metadata`, or from the JSON document in file F)
+  bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
+                          run the benchmark workloads (release build); with
+                          --python (a python that has langgraph 1.2.22) also
+                          run the Python harnesses on the same workloads and
+                          print the speed-up of each
+  with-postgres -- CMD    start a throwaway PostgreSQL 15 cluster on 127.0.0.1,
+                          run CMD with STATEGRAPH_TEST_POSTGRES_URL set, then
+                          stop and delete the cluster";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    std::env::set_current_dir(&root).with_context(|| format!("cannot enter {}", root.display()))?;
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("tidy") => tidy::check(&root),
+        Some("bench") => bench::run(&root, &args[1..]),
+        Some("layers") => {
+            let metadata = match args.get(1).map(String::as_str) {
+                Some("--metadata") => {
+                    let file = args.get(2).context("--metadata needs a file")?;
+                    std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+                }
+                Some(other) => bail!("unknown option {other:?}\n\n{USAGE}"),
+                None => cargo_metadata()?,
+            };
+            layers::check_metadata(&metadata)?;
+            println!("layers: ok");
+            Ok(())
+        }
+        Some("with-postgres") => {
+            let command = match args.get(1).map(String::as_str) {
+                Some("--") => &args[2..],
+                _ => &args[1..],
+            };
+            let (program, rest) = command
+                .split_first()
+                .context("with-postgres needs a command after `--`")?;
+            let cluster = postgres::Cluster::start()?;
+            let mut cmd = Command::new(program);
+            cmd.args(rest).env(postgres::URL_VAR, cluster.url());
+            let status = cmd
+                .status()
+                .with_context(|| format!("cannot run {program}"))?;
+            drop(cluster);
+            if !status.success() {
+                bail!("{program} failed: {status}");
+            }
+            Ok(())
+        }
+        Some("help" | "--help" | "-h") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command {other:?}\n\n{USAGE}"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    // xtask lives in <root>/xtask.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+pub(crate) fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn cargo_metadata() -> Result<String> {
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    String::from_utf8(output.stdout).context("cargo metadata printed invalid UTF-8")
+}
+
+/// Runs a command, echoing it first; fails when it fails.
+fn step(mut cmd: Command) -> Result<()> {
+    let shown = format!(
+        "{} {}",
+        cmd.get_program().to_string_lossy(),
+        cmd.get_args()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!("\n==> {shown}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {shown}"))?;
+    if !status.success() {
+        bail!("`{shown}` failed: {status}");
+    }
+    Ok(())
+}
+
+fn ci(root: &Path) -> Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    step(fmt)?;
+
+    println!("\n==> tidy");
+    tidy::check(root)?;
+
+    println!("\n==> layers");
+    layers::check_metadata(&cargo_metadata()?)?;
+    println!("layers: ok");
+
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    step(clippy)?;
+
+    for features in facade_feature_sets()? {
+        let mut check = cargo();
+        check.args(["check", "-p", "stategraph"]).args(&features);
+        check.env("RUSTFLAGS", "-D warnings");
+        step(check)?;
+    }
+
+    // Tests run against a real PostgreSQL; never skipped in CI.
+    let cluster = postgres::Cluster::start()?;
+    cluster.check_connection()?;
+    let mut nextest = cargo();
+    nextest
+        .args([
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-features",
+            "--no-tests=fail",
+        ])
+        .env(postgres::URL_VAR, cluster.url());
+    step(nextest)?;
+    let mut doctest = cargo();
+    doctest
+        .args(["test", "--doc", "--workspace", "--all-features"])
+        .env(postgres::URL_VAR, cluster.url());
+    step(doctest)?;
+    drop(cluster);
+
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    step(doc)?;
+
+    if Command::new("cargo-deny").arg("--version").output().is_ok() {
+        let mut deny = cargo();
+        deny.args(["deny", "check", "licenses", "bans", "sources"]);
+        step(deny)?;
+    } else {
+        println!("\n==> cargo-deny is not installed; license and source checks not run");
+    }
+    println!("\nci: all checks passed");
+    Ok(())
+}
+
+/// `--no-default-features`, each feature alone, and `--all-features` for the facade.
+fn facade_feature_sets() -> Result<Vec<Vec<String>>> {
+    let metadata: serde_json::Value = serde_json::from_str(&cargo_metadata()?)?;
+    let facade = metadata["packages"]
+        .as_array()
+        .and_then(|packages| packages.iter().find(|p| p["name"] == "stategraph"))
+        .context("the facade package `stategraph` is missing")?;
+    let mut sets = vec![vec!["--no-default-features".to_owned()]];
+    if let Some(features) = facade["features"].as_object() {
+        for name in features
+            .keys()
+            .filter(|name| *name != "default" && !name.starts_with('_'))
+        {
+            sets.push(vec![
+                "--no-default-features".into(),
+                "--features".into(),
+                name.clone(),
+            ]);
+        }
+    }
+    sets.push(vec!["--all-features".to_owned()]);
+    Ok(sets)
+}
