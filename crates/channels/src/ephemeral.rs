@@ -1,11 +1,9 @@
 //! `EphemeralValue`.
 
-use std::fmt;
-use std::sync::Arc;
-
 use stategraph_core::{StateValue, Value};
 
-use crate::{Channel, ChannelError, Result, decode};
+use crate::slot::{Slot, impl_clone_debug, single_write};
+use crate::{Channel, Result};
 
 /// Holds a value for one step only: a step with no write clears it.
 ///
@@ -13,15 +11,17 @@ use crate::{Channel, ChannelError, Result, decode};
 /// without it the last write wins. The runtime uses it for `__start__` and
 /// node-input channels.
 pub struct EphemeralValue<T> {
-    value: Option<Arc<T>>,
+    slot: Slot<T>,
     guard: bool,
 }
+
+impl_clone_debug!(EphemeralValue { slot, guard });
 
 impl<T: StateValue> EphemeralValue<T> {
     /// An empty, guarded channel.
     pub fn new() -> Self {
         Self {
-            value: None,
+            slot: Slot::EMPTY,
             guard: true,
         }
     }
@@ -29,14 +29,14 @@ impl<T: StateValue> EphemeralValue<T> {
     /// An empty channel where the last of several writes wins.
     pub fn unguarded() -> Self {
         Self {
-            value: None,
+            slot: Slot::EMPTY,
             guard: false,
         }
     }
 
     /// The current value.
     pub fn value(&self) -> Option<&T> {
-        self.value.as_deref()
+        self.slot.value()
     }
 }
 
@@ -46,55 +46,28 @@ impl<T: StateValue> Default for EphemeralValue<T> {
     }
 }
 
-impl<T> Clone for EphemeralValue<T> {
-    fn clone(&self) -> Self {
-        Self {
-            value: self.value.clone(),
-            guard: self.guard,
-        }
-    }
-}
-
-impl<T> fmt::Debug for EphemeralValue<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EphemeralValue")
-            .field("available", &self.value.is_some())
-            .field("guard", &self.guard)
-            .finish()
-    }
-}
-
 impl<T: StateValue> Channel for EphemeralValue<T> {
     fn get(&self) -> Option<Value> {
-        self.value.clone().map(Value::from_arc)
+        self.slot.get()
     }
 
     fn is_available(&self) -> bool {
-        self.value.is_some()
+        self.slot.is_set()
     }
 
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
-        if values.is_empty() {
-            return Ok(self.value.take().is_some());
+        match single_write(values, self.guard, "EphemeralValue")? {
+            Some(value) => self.slot.set(value).map(|()| true),
+            None => Ok(self.slot.clear()),
         }
-        if values.len() != 1 && self.guard {
-            return Err(ChannelError::invalid(
-                "EphemeralValue(guard=True) can receive only one value per step. Use guard=False if you want to store any one of multiple values.",
-            ));
-        }
-        if let Some(last) = values.into_iter().next_back() {
-            self.value = Some(decode(last)?);
-        }
-        Ok(true)
     }
 
     fn checkpoint(&self) -> Option<Value> {
-        self.get()
+        self.slot.get()
     }
 
     fn restore(&mut self, checkpoint: Option<Value>) -> Result<()> {
-        self.value = checkpoint.map(decode).transpose()?;
-        Ok(())
+        self.slot.restore(checkpoint)
     }
 
     fn boxed_clone(&self) -> Box<dyn Channel> {

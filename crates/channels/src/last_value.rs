@@ -1,11 +1,11 @@
 //! `LastValue` and `LastValueAfterFinish`.
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stategraph_core::{StateValue, Value};
 
+use crate::slot::{Slot, impl_clone_debug};
 use crate::{Channel, ChannelError, Result, decode};
 
 const ONE_VALUE_PER_STEP: &str =
@@ -26,18 +26,20 @@ const ONE_VALUE_PER_STEP: &str =
 /// assert!(err.is_invalid_update());
 /// ```
 pub struct LastValue<T> {
-    value: Option<Arc<T>>,
+    slot: Slot<T>,
 }
+
+impl_clone_debug!(LastValue { slot });
 
 impl<T: StateValue> LastValue<T> {
     /// An empty channel.
     pub fn new() -> Self {
-        Self { value: None }
+        Self { slot: Slot::EMPTY }
     }
 
     /// The current value.
     pub fn value(&self) -> Option<&T> {
-        self.value.as_deref()
+        self.slot.value()
     }
 }
 
@@ -47,51 +49,33 @@ impl<T: StateValue> Default for LastValue<T> {
     }
 }
 
-impl<T> Clone for LastValue<T> {
-    fn clone(&self) -> Self {
-        Self {
-            value: self.value.clone(),
-        }
-    }
-}
-
-impl<T> fmt::Debug for LastValue<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LastValue")
-            .field("available", &self.value.is_some())
-            .finish()
-    }
-}
-
 impl<T: StateValue> Channel for LastValue<T> {
     fn get(&self) -> Option<Value> {
-        self.value.clone().map(Value::from_arc)
+        self.slot.get()
     }
 
     fn is_available(&self) -> bool {
-        self.value.is_some()
+        self.slot.is_set()
     }
 
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
-        match <[Value; 1]>::try_from(values) {
-            Ok([value]) => {
-                self.value = Some(decode(value)?);
-                Ok(true)
-            }
-            Err(values) if values.is_empty() => Ok(false),
-            Err(_) => Err(ChannelError::invalid(format!(
+        if values.len() > 1 {
+            return Err(ChannelError::invalid(format!(
                 "{ONE_VALUE_PER_STEP}\nFor troubleshooting, visit: https://docs.langchain.com/oss/python/langgraph/errors/INVALID_CONCURRENT_GRAPH_UPDATE"
-            ))),
+            )));
+        }
+        match values.into_iter().next() {
+            Some(value) => self.slot.set(value).map(|()| true),
+            None => Ok(false),
         }
     }
 
     fn checkpoint(&self) -> Option<Value> {
-        self.get()
+        self.slot.get()
     }
 
     fn restore(&mut self, checkpoint: Option<Value>) -> Result<()> {
-        self.value = checkpoint.map(decode).transpose()?;
-        Ok(())
+        self.slot.restore(checkpoint)
     }
 
     fn boxed_clone(&self) -> Box<dyn Channel> {
@@ -103,19 +87,27 @@ impl<T: StateValue> Channel for LastValue<T> {
 /// (the run would otherwise end) and is cleared by `consume`. Several writes
 /// in one step keep the last. Used for the branch channels of deferred nodes.
 pub struct LastValueAfterFinish<T> {
-    value: Option<Arc<T>>,
+    slot: Slot<T>,
     finished: bool,
 }
+
+impl_clone_debug!(LastValueAfterFinish { slot, finished });
 
 /// The persisted form: the value and whether it was finished.
 #[derive(Serialize, Deserialize)]
 struct AfterFinish<T>(Arc<T>, bool);
 
+impl<T> Clone for AfterFinish<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone(), self.1)
+    }
+}
+
 impl<T: StateValue> LastValueAfterFinish<T> {
     /// An empty channel.
     pub fn new() -> Self {
         Self {
-            value: None,
+            slot: Slot::EMPTY,
             finished: false,
         }
     }
@@ -127,42 +119,20 @@ impl<T: StateValue> Default for LastValueAfterFinish<T> {
     }
 }
 
-impl<T> Clone for LastValueAfterFinish<T> {
-    fn clone(&self) -> Self {
-        Self {
-            value: self.value.clone(),
-            finished: self.finished,
-        }
-    }
-}
-
-impl<T> fmt::Debug for LastValueAfterFinish<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LastValueAfterFinish")
-            .field("has_value", &self.value.is_some())
-            .field("finished", &self.finished)
-            .finish()
-    }
-}
-
 impl<T: StateValue> Channel for LastValueAfterFinish<T> {
     fn get(&self) -> Option<Value> {
-        if self.finished {
-            self.value.clone().map(Value::from_arc)
-        } else {
-            None
-        }
+        if self.finished { self.slot.get() } else { None }
     }
 
     fn is_available(&self) -> bool {
-        self.finished && self.value.is_some()
+        self.finished && self.slot.is_set()
     }
 
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         let Some(last) = values.into_iter().next_back() else {
             return Ok(false);
         };
-        self.value = Some(decode(last)?);
+        self.slot.set(last)?;
         self.finished = false;
         Ok(true)
     }
@@ -170,7 +140,7 @@ impl<T: StateValue> Channel for LastValueAfterFinish<T> {
     fn consume(&mut self) -> bool {
         if self.finished {
             self.finished = false;
-            self.value = None;
+            self.slot.clear();
             true
         } else {
             false
@@ -178,7 +148,7 @@ impl<T: StateValue> Channel for LastValueAfterFinish<T> {
     }
 
     fn finish(&mut self) -> bool {
-        if !self.finished && self.value.is_some() {
+        if !self.finished && self.slot.is_set() {
             self.finished = true;
             true
         } else {
@@ -187,30 +157,23 @@ impl<T: StateValue> Channel for LastValueAfterFinish<T> {
     }
 
     fn checkpoint(&self) -> Option<Value> {
-        let value = self.value.clone()?;
+        let value = self.slot.shared()?;
         Some(Value::new(AfterFinish(value, self.finished)))
     }
 
     fn restore(&mut self, checkpoint: Option<Value>) -> Result<()> {
-        let (value, finished) = match checkpoint {
-            None => (None, false),
-            Some(checkpoint) => {
-                let state = decode::<AfterFinish<T>>(checkpoint)?;
-                (Some(state.0.clone()), state.1)
-            }
+        let Some(checkpoint) = checkpoint else {
+            self.slot.clear();
+            self.finished = false;
+            return Ok(());
         };
-        self.value = value;
-        self.finished = finished;
+        let state = decode::<AfterFinish<T>>(checkpoint)?;
+        self.slot.restore(Some(Value::from_arc(state.0.clone())))?;
+        self.finished = state.1;
         Ok(())
     }
 
     fn boxed_clone(&self) -> Box<dyn Channel> {
         Box::new(self.clone())
-    }
-}
-
-impl<T> Clone for AfterFinish<T> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone(), self.1)
     }
 }

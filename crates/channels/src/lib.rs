@@ -7,6 +7,7 @@ mod binop;
 mod ephemeral;
 mod last_value;
 pub mod reducers;
+mod slot;
 mod topic;
 mod untracked;
 
