@@ -89,13 +89,27 @@ impl<T: Serialize + Send + Sync + 'static> Object for T {
 pub struct Value(Arc<dyn Object>);
 
 impl Value {
-    /// Wraps a live value.
+    /// Wraps a live value (a `Value` is returned as is, never nested).
     pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Value>() {
+            let boxed: Box<dyn Any> = Box::new(value);
+            if let Ok(inner) = boxed.downcast::<Value>() {
+                return *inner;
+            }
+            unreachable!("the type id was checked");
+        }
         Self(Arc::new(value))
     }
 
-    /// Wraps a live value that is already shared, without copying it.
+    /// Wraps a live value that is already shared, without copying it (a
+    /// shared `Value` is returned as is, never nested).
     pub fn from_arc<T: Serialize + Send + Sync + 'static>(value: Arc<T>) -> Self {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Value>() {
+            let any: Arc<dyn Any + Send + Sync> = value.clone();
+            if let Ok(inner) = any.downcast::<Value>() {
+                return (*inner).clone();
+            }
+        }
         Self(value)
     }
 
@@ -173,6 +187,10 @@ impl Value {
     /// # Errors
     /// [`ValueError::Decode`] naming the path of the first part that does not fit `T`.
     pub fn decode<T: DeserializeOwned + Send + Sync + 'static>(self) -> Result<Arc<T>, ValueError> {
+        // A channel of `Value`s keeps whatever it is given, live or JSON.
+        if let Some(value) = self.as_value_type::<T>() {
+            return Ok(Arc::new(value));
+        }
         match self.downcast_arc::<T>() {
             Ok(arc) => Ok(arc),
             Err(value) => value.decode_from_json::<T>().map(Arc::new),
@@ -187,9 +205,22 @@ impl Value {
     pub fn decode_owned<T: DeserializeOwned + Clone + Send + Sync + 'static>(
         self,
     ) -> Result<T, ValueError> {
+        if let Some(value) = self.as_value_type::<T>() {
+            return Ok(value);
+        }
         match self.downcast_arc::<T>() {
             Ok(arc) => Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())),
             Err(value) => value.decode_from_json::<T>(),
+        }
+    }
+
+    /// `Some(self)` as a `T` when `T` is `Value` itself.
+    fn as_value_type<T: 'static>(&self) -> Option<T> {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Value>() {
+            let boxed: Box<dyn Any> = Box::new(self.clone());
+            boxed.downcast::<T>().ok().map(|value| *value)
+        } else {
+            None
         }
     }
 
@@ -346,6 +377,27 @@ mod tests {
         let back: Value = serde_json::from_str(&text).unwrap();
         assert!(back.as_json().is_some());
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn values_never_nest() {
+        let inner = Value::new(1_u8);
+        assert!(Value::new(inner.clone()).ptr_eq(&inner));
+        assert!(Value::from_arc(Arc::new(inner.clone())).ptr_eq(&inner));
+    }
+
+    #[test]
+    fn decoding_as_value_keeps_the_value() {
+        let value = Value::new(vec![1, 2]);
+        let same = value.clone().decode::<Value>().unwrap();
+        assert!(same.ptr_eq(&value));
+        assert!(
+            value
+                .clone()
+                .decode_owned::<Value>()
+                .unwrap()
+                .ptr_eq(&value)
+        );
     }
 
     #[test]
