@@ -86,6 +86,19 @@ impl<T: StateValue> BinaryOperatorAggregate<T> {
         }
     }
 
+    /// A channel that starts at `initial()` (for types whose `Default` is not
+    /// the right starting value, such as a JSON list).
+    pub fn with_initial(
+        reducer: impl Fn(T, T) -> T + Send + Sync + 'static,
+        initial: fn() -> T,
+    ) -> Self {
+        Self {
+            value: Some(Arc::new(initial())),
+            initial: Some(initial),
+            reducer: Arc::new(reducer),
+        }
+    }
+
     /// A channel that starts empty; its first write becomes the value as is.
     pub fn empty(reducer: impl Fn(T, T) -> T + Send + Sync + 'static) -> Self {
         Self {
