@@ -1,0 +1,150 @@
+//! Errors of graph runs.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use stategraph_channels::ChannelError;
+use stategraph_core::{ErrorKind, ValueError};
+
+/// Result of runtime operations.
+pub type Result<T, E = PregelError> = std::result::Result<T, E>;
+
+/// A failure raised by a node (user code).
+///
+/// Carries an error *class* (LangGraph reports the Python exception class; we
+/// report the Rust type name, or a class given explicitly) used by retry
+/// policies and shown in traces, plus the message and the original error.
+pub struct NodeError {
+    class: Cow<'static, str>,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl NodeError {
+    /// An error of an explicit class, e.g. `NodeError::new("ValueError", "bad input")`.
+    pub fn new(class: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self {
+            class: class.into(),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The error class (a Rust type name or an explicit class).
+    pub fn class(&self) -> &str {
+        &self.class
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The original error, when the node returned a Rust error.
+    pub fn source_error(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.source.as_deref()
+    }
+
+    /// `Class('message')`, the form LangGraph stores for a failed task.
+    pub fn repr(&self) -> String {
+        format!("{}({:?})", self.class, self.message)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for NodeError {
+    fn from(err: E) -> Self {
+        let full = std::any::type_name::<E>();
+        let class = full.rsplit("::").next().unwrap_or(full);
+        Self {
+            class: Cow::Owned(class.to_owned()),
+            message: err.to_string(),
+            source: Some(Box::new(err)),
+        }
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class, self.message)
+    }
+}
+
+impl fmt::Debug for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeError")
+            .field("class", &self.class)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PregelError {
+    /// The run took more supersteps than the recursion limit allows.
+    #[error(
+        "Recursion limit of {limit} reached without hitting a stop condition. You can increase the limit by setting the `recursion_limit` config key."
+    )]
+    GraphRecursion {
+        /// The limit in force.
+        limit: usize,
+    },
+    /// The writes of a step are invalid (LangGraph's `InvalidUpdateError`).
+    #[error("{0}")]
+    InvalidUpdate(String),
+    /// A channel refused the writes of a step.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// A node failed (after its retries).
+    #[error("node {node:?} failed: {error}")]
+    Node {
+        /// The node.
+        node: String,
+        /// What it raised.
+        error: NodeError,
+    },
+    /// The run was given no input and there is nothing to resume.
+    #[error("received no input for {0}")]
+    EmptyInput(String),
+    /// The graph definition or a run argument is invalid.
+    #[error("{0}")]
+    InvalidGraph(String),
+    /// A value did not have the expected shape.
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    /// The checkpoint saver failed.
+    #[error(transparent)]
+    Checkpoint(#[from] stategraph_checkpoint::Error),
+}
+
+impl PregelError {
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::GraphRecursion { .. }
+            | Self::InvalidUpdate(_)
+            | Self::EmptyInput(_)
+            | Self::InvalidGraph(_) => ErrorKind::InvalidInput,
+            Self::Channel(err) => err.kind(),
+            Self::Node { .. } => ErrorKind::Backend,
+            Self::Value(err) => err.kind(),
+            Self::Checkpoint(err) => err.kind(),
+        }
+    }
+
+    /// LangGraph's class name for this error (`GraphRecursionError`,
+    /// `InvalidUpdateError`, `EmptyInputError`, or the node's error class).
+    pub fn class(&self) -> &str {
+        match self {
+            Self::GraphRecursion { .. } => "GraphRecursionError",
+            Self::InvalidUpdate(_) => "InvalidUpdateError",
+            Self::Channel(err) if err.is_invalid_update() => "InvalidUpdateError",
+            Self::Channel(_) | Self::Value(_) => "ValueError",
+            Self::Node { error, .. } => error.class(),
+            Self::EmptyInput(_) => "EmptyInputError",
+            Self::InvalidGraph(_) => "ValueError",
+            Self::Checkpoint(_) => "CheckpointError",
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! A compiled Pregel graph: channels, nodes, and how input and output map to
+//! channels.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use stategraph_channels::{Channel, Topic};
+
+use crate::node::{PregelNode, Reads, node_fn};
+use crate::types::{Send, names};
+use crate::{ChannelId, NodeFn, NodeId, NodeOutput, PregelError, Result, Writer};
+
+/// Names and ids of a graph's channels and nodes.
+#[derive(Clone, Debug, Default)]
+pub struct GraphShape {
+    channel_names: Vec<Arc<str>>,
+    channel_index: HashMap<Arc<str>, ChannelId>,
+    // Invariant: sorted by name, so node ids order like names.
+    node_names: Vec<Arc<str>>,
+    node_index: HashMap<Arc<str>, NodeId>,
+}
+
+impl GraphShape {
+    /// The id of a channel.
+    pub fn channel_id(&self, name: &str) -> Option<ChannelId> {
+        self.channel_index.get(name).copied()
+    }
+
+    /// The name of a channel.
+    pub fn channel_name(&self, id: ChannelId) -> &str {
+        &self.channel_names[id]
+    }
+
+    /// The shared name of a channel.
+    pub fn channel_name_arc(&self, id: ChannelId) -> Arc<str> {
+        self.channel_names[id].clone()
+    }
+
+    /// The number of channels.
+    pub fn channel_count(&self) -> usize {
+        self.channel_names.len()
+    }
+
+    /// The id of a node.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.node_index.get(name).copied()
+    }
+
+    /// The name of a node.
+    pub fn node_name(&self, id: NodeId) -> &Arc<str> {
+        &self.node_names[id]
+    }
+
+    /// Node names, sorted.
+    pub fn node_names(&self) -> &[Arc<str>] {
+        &self.node_names
+    }
+}
+
+/// Which channels the input is written to, or the output read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoChannels {
+    /// One channel: the value is written (or read) as is.
+    One(ChannelId),
+    /// Several channels: the value is a map keyed by channel name.
+    Many(Vec<ChannelId>),
+}
+
+pub(crate) struct PregelInner {
+    pub(crate) shape: GraphShape,
+    pub(crate) channels: Vec<Box<dyn Channel>>,
+    pub(crate) nodes: Vec<PregelNode>,
+    pub(crate) trigger_to_nodes: Vec<Vec<NodeId>>,
+    pub(crate) is_trigger: Vec<bool>,
+    pub(crate) input: IoChannels,
+    pub(crate) output: IoChannels,
+    pub(crate) stream: IoChannels,
+    pub(crate) tasks_channel: ChannelId,
+    pub(crate) name: String,
+}
+
+/// A compiled graph ready to run: LangGraph's `Pregel`.
+///
+/// Cloning is cheap (the definition is shared).
+#[derive(Clone)]
+pub struct Pregel {
+    pub(crate) inner: Arc<PregelInner>,
+}
+
+impl fmt::Debug for Pregel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pregel")
+            .field("name", &self.inner.name)
+            .field("channels", &self.inner.shape.channel_names)
+            .field("nodes", &self.inner.shape.node_names)
+            .finish()
+    }
+}
+
+impl Pregel {
+    /// Starts a graph definition.
+    pub fn builder() -> PregelBuilder {
+        PregelBuilder::default()
+    }
+
+    /// The graph's channel and node names.
+    pub fn shape(&self) -> &GraphShape {
+        &self.inner.shape
+    }
+
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+}
+
+/// Builds a [`Pregel`] graph: declare channels first, then nodes that refer to
+/// them by name or id.
+#[derive(Default)]
+pub struct PregelBuilder {
+    shape: GraphShape,
+    channels: Vec<Box<dyn Channel>>,
+    nodes: Vec<(Arc<str>, PregelNode)>,
+    input: Option<IoSpec>,
+    output: Option<IoSpec>,
+    stream: Option<IoSpec>,
+    name: Option<String>,
+}
+
+/// Input or output channels by name.
+#[derive(Clone, Debug)]
+pub enum IoSpec {
+    /// One channel.
+    One(String),
+    /// Several channels.
+    Many(Vec<String>),
+}
+
+impl From<&str> for IoSpec {
+    fn from(name: &str) -> Self {
+        Self::One(name.to_owned())
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for IoSpec {
+    fn from(names: [&str; N]) -> Self {
+        Self::Many(names.iter().map(|n| (*n).to_owned()).collect())
+    }
+}
+
+impl From<Vec<String>> for IoSpec {
+    fn from(names: Vec<String>) -> Self {
+        Self::Many(names)
+    }
+}
+
+impl PregelBuilder {
+    /// Declares a channel and returns its id.
+    ///
+    /// # Errors
+    /// A channel of that name exists already.
+    pub fn add_channel(&mut self, name: &str, channel: impl Channel) -> Result<ChannelId> {
+        self.add_boxed_channel(name, Box::new(channel))
+    }
+
+    /// Declares a boxed channel and returns its id.
+    ///
+    /// # Errors
+    /// A channel of that name exists already.
+    pub fn add_boxed_channel(
+        &mut self,
+        name: &str,
+        channel: Box<dyn Channel>,
+    ) -> Result<ChannelId> {
+        if self.shape.channel_index.contains_key(name) {
+            return Err(PregelError::InvalidGraph(format!(
+                "channel {name:?} is declared twice"
+            )));
+        }
+        let id = self.channels.len();
+        let name: Arc<str> = Arc::from(name);
+        self.shape.channel_names.push(name.clone());
+        self.shape.channel_index.insert(name, id);
+        self.channels.push(channel);
+        Ok(id)
+    }
+
+    /// Declares a channel (builder style).
+    ///
+    /// # Errors
+    /// As [`PregelBuilder::add_channel`].
+    pub fn channel(mut self, name: &str, channel: impl Channel) -> Result<Self> {
+        self.add_channel(name, channel)?;
+        Ok(self)
+    }
+
+    /// The id of a declared channel.
+    ///
+    /// # Errors
+    /// No such channel.
+    pub fn channel_id(&self, name: &str) -> Result<ChannelId> {
+        self.shape
+            .channel_id(name)
+            .ok_or_else(|| PregelError::InvalidGraph(format!("unknown channel {name:?}")))
+    }
+
+    /// Adds a node.
+    ///
+    /// # Errors
+    /// A node of that name exists already.
+    pub fn add_node(&mut self, name: &str, node: PregelNode) -> Result<()> {
+        if self.nodes.iter().any(|(n, _)| &**n == name) {
+            return Err(PregelError::InvalidGraph(format!(
+                "node {name:?} is declared twice"
+            )));
+        }
+        self.nodes.push((Arc::from(name), node));
+        Ok(())
+    }
+
+    /// The node added under `name`, to add triggers or writers to it.
+    pub fn node_mut(&mut self, name: &str) -> Option<&mut PregelNode> {
+        self.nodes
+            .iter_mut()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, node)| node)
+    }
+
+    /// Adds a node described by a [`NodeBuilder`] (builder style).
+    ///
+    /// # Errors
+    /// Unknown channels, or a duplicate node name.
+    pub fn node(mut self, name: &str, node: NodeBuilder) -> Result<Self> {
+        let node = node.build(&self)?;
+        self.add_node(name, node)?;
+        Ok(self)
+    }
+
+    /// Sets the input channels.
+    #[must_use]
+    pub fn input(mut self, spec: impl Into<IoSpec>) -> Self {
+        self.input = Some(spec.into());
+        self
+    }
+
+    /// Sets the output channels (what `invoke` returns).
+    #[must_use]
+    pub fn output(mut self, spec: impl Into<IoSpec>) -> Self {
+        self.output = Some(spec.into());
+        self
+    }
+
+    /// Sets the channels `values` and `updates` chunks show (default: every channel).
+    #[must_use]
+    pub fn stream_channels(mut self, spec: impl Into<IoSpec>) -> Self {
+        self.stream = Some(spec.into());
+        self
+    }
+
+    /// Sets the graph's name.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    fn resolve(&self, spec: &IoSpec) -> Result<IoChannels> {
+        Ok(match spec {
+            IoSpec::One(name) => IoChannels::One(self.channel_id(name)?),
+            IoSpec::Many(names) => IoChannels::Many(
+                names
+                    .iter()
+                    .map(|n| self.channel_id(n))
+                    .collect::<Result<_>>()?,
+            ),
+        })
+    }
+
+    /// Validates and compiles the graph.
+    ///
+    /// # Errors
+    /// Missing input or output channels, or nodes referring to unknown channels.
+    pub fn build(mut self) -> Result<Pregel> {
+        let tasks_channel = match self.shape.channel_id(names::TASKS) {
+            Some(id) => id,
+            None => self.add_channel(names::TASKS, Topic::<Send>::new())?,
+        };
+        let input = self.resolve(self.input.as_ref().ok_or_else(|| {
+            PregelError::InvalidGraph("the graph has no input channels".into())
+        })?)?;
+        let output = self.resolve(self.output.as_ref().ok_or_else(|| {
+            PregelError::InvalidGraph("the graph has no output channels".into())
+        })?)?;
+        // LangGraph streams every channel unless told otherwise.
+        let stream = match &self.stream {
+            Some(spec) => self.resolve(spec)?,
+            None => IoChannels::Many(
+                (0..self.channels.len())
+                    .filter(|c| *c != tasks_channel)
+                    .collect(),
+            ),
+        };
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        let channel_count = self.channels.len();
+        let mut trigger_to_nodes = vec![Vec::new(); channel_count];
+        let mut is_trigger = vec![false; channel_count];
+        for (id, (name, node)) in nodes.iter().enumerate() {
+            let reads: Vec<ChannelId> = match &node.reads {
+                Reads::Channel(c) => vec![*c],
+                Reads::Map(map) => map.iter().map(|(_, c)| *c).collect(),
+            };
+            if let Some(bad) = node
+                .triggers
+                .iter()
+                .chain(&reads)
+                .find(|c| **c >= channel_count)
+            {
+                return Err(PregelError::InvalidGraph(format!(
+                    "node {name:?} refers to unknown channel id {bad}"
+                )));
+            }
+            for trigger in &node.triggers {
+                trigger_to_nodes[*trigger].push(id);
+                is_trigger[*trigger] = true;
+            }
+            self.shape.node_index.insert(name.clone(), id);
+            self.shape.node_names.push(name.clone());
+        }
+        Ok(Pregel {
+            inner: Arc::new(PregelInner {
+                shape: self.shape,
+                channels: self.channels,
+                nodes: nodes.into_iter().map(|(_, node)| node).collect(),
+                trigger_to_nodes,
+                is_trigger,
+                input,
+                output,
+                stream,
+                tasks_channel,
+                name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
+            }),
+        })
+    }
+}
+
+/// Describes a node by channel names, like LangGraph's `NodeBuilder`.
+///
+/// ```
+/// use stategraph_pregel::{NodeBuilder, NodeError};
+/// use stategraph_core::Value;
+///
+/// let add_one = NodeBuilder::new()
+///     .subscribe_only("a")
+///     .func(|x: Value, _ctx| async move { Ok::<_, NodeError>(Value::new(x.decode_owned::<i64>()? + 1)) })
+///     .write_to(["b"]);
+/// ```
+#[derive(Default)]
+pub struct NodeBuilder {
+    triggers: Vec<String>,
+    single: Option<String>,
+    reads: Vec<String>,
+    func: Option<NodeFn>,
+    write_to: Vec<String>,
+}
+
+impl NodeBuilder {
+    /// An empty node description.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Triggered by `channel` and reads only its value as input.
+    #[must_use]
+    pub fn subscribe_only(mut self, channel: &str) -> Self {
+        self.triggers.push(channel.to_owned());
+        self.single = Some(channel.to_owned());
+        self
+    }
+
+    /// Triggered by these channels; reads them as a map.
+    #[must_use]
+    pub fn subscribe_to<const N: usize>(mut self, channels: [&str; N]) -> Self {
+        for channel in channels {
+            self.triggers.push(channel.to_owned());
+            self.reads.push(channel.to_owned());
+        }
+        self
+    }
+
+    /// Also reads these channels (without being triggered by them).
+    #[must_use]
+    pub fn read_from<const N: usize>(mut self, channels: [&str; N]) -> Self {
+        self.reads.extend(channels.iter().map(|c| (*c).to_owned()));
+        self
+    }
+
+    /// The function to run.
+    #[must_use]
+    pub fn func<F, Fut, O>(mut self, f: F) -> Self
+    where
+        F: Fn(stategraph_core::Value, crate::TaskContext) -> Fut
+            + std::marker::Send
+            + Sync
+            + 'static,
+        Fut: std::future::Future<Output = std::result::Result<O, crate::NodeError>>
+            + std::marker::Send
+            + 'static,
+        O: Into<NodeOutput>,
+    {
+        self.func = Some(node_fn(f));
+        self
+    }
+
+    /// Writes the function's output to each of these channels.
+    #[must_use]
+    pub fn write_to<const N: usize>(mut self, channels: [&str; N]) -> Self {
+        self.write_to
+            .extend(channels.iter().map(|c| (*c).to_owned()));
+        self
+    }
+
+    fn build(self, graph: &PregelBuilder) -> Result<PregelNode> {
+        let triggers = self
+            .triggers
+            .iter()
+            .map(|c| graph.channel_id(c))
+            .collect::<Result<Vec<_>>>()?;
+        let reads = match (&self.single, self.reads.is_empty()) {
+            (Some(single), true) => Reads::Channel(graph.channel_id(single)?),
+            _ => Reads::Map(
+                self.reads
+                    .iter()
+                    .map(|c| Ok((Arc::from(c.as_str()), graph.channel_id(c)?)))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
+        let targets = self
+            .write_to
+            .iter()
+            .map(|c| graph.channel_id(c))
+            .collect::<Result<Vec<_>>>()?;
+        let mut writers: Vec<Writer> = Vec::new();
+        if !targets.is_empty() {
+            writers.push(Arc::new(move |ctx, writes| {
+                if let NodeOutput::Value(value) = ctx.output() {
+                    writes.extend(targets.iter().map(|t| (*t, value.clone())));
+                }
+                Ok(())
+            }));
+        }
+        Ok(PregelNode::new(triggers, reads, self.func, writers))
+    }
+}

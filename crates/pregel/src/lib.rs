@@ -1,0 +1,25 @@
+//! The Pregel (bulk-synchronous) runtime of stategraph.
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod graph;
+mod node;
+mod rand;
+mod retry;
+mod run;
+mod types;
+
+pub use error::{NodeError, PregelError, Result};
+pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
+pub use node::{
+    FreshReader, NodeFn, NodeOutput, PregelNode, Reads, StateValues, TaskContext, WriteContext,
+    Writer, node_fn,
+};
+pub use retry::{RetryOn, RetryPolicy};
+pub use run::{DEFAULT_RECURSION_LIMIT, Input, NodeUpdate, RunStream, UpdatePayload};
+pub use types::{Command, CommandGraph, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
+
+/// Index of a channel in a compiled graph.
+pub type ChannelId = usize;
+/// Index of a node in a compiled graph (nodes sorted by name).
+pub type NodeId = usize;

@@ -1,0 +1,370 @@
+//! Nodes of a Pregel graph: what triggers them, what they read, the function
+//! they run and how their output becomes channel writes.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use stategraph_core::{RunnableConfig, Value};
+
+use crate::error::NodeError;
+use crate::retry::RetryPolicy;
+use crate::types::{Command, StreamChunk, StreamMode, StreamModes};
+use crate::{ChannelId, PregelError};
+
+/// What a node function returns.
+#[derive(Clone, Debug, Default)]
+pub enum NodeOutput {
+    /// Nothing to write (Python `None`).
+    #[default]
+    None,
+    /// A value: a state update (a JSON object or a typed update) or, for raw
+    /// Pregel nodes, the value written to the node's output channels.
+    Value(Value),
+    /// An update plus routing.
+    Command(Command),
+    /// Several outputs, applied in order (a tool node returning several commands).
+    Many(Vec<NodeOutput>),
+}
+
+impl From<Value> for NodeOutput {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl From<Command> for NodeOutput {
+    fn from(command: Command) -> Self {
+        Self::Command(command)
+    }
+}
+
+impl From<serde_json::Value> for NodeOutput {
+    fn from(value: serde_json::Value) -> Self {
+        match value {
+            serde_json::Value::Null => Self::None,
+            other => Self::Value(Value::from_json(other)),
+        }
+    }
+}
+
+/// The boxed node function the runtime calls: input and context in, output out.
+pub type NodeFn = Arc<
+    dyn Fn(Value, TaskContext) -> BoxFuture<'static, Result<NodeOutput, NodeError>> + Send + Sync,
+>;
+
+/// Wraps an async function or closure as a [`NodeFn`].
+pub fn node_fn<F, Fut, O>(f: F) -> NodeFn
+where
+    F: Fn(Value, TaskContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
+    O: Into<NodeOutput>,
+{
+    Arc::new(move |input, ctx| {
+        let fut = f(input, ctx);
+        Box::pin(async move { fut.await.map(Into::into) })
+    })
+}
+
+/// Everything a writer sees when it turns a node's output into writes.
+pub struct WriteContext<'a> {
+    pub(crate) output: &'a NodeOutput,
+    pub(crate) graph: &'a crate::graph::GraphShape,
+    pub(crate) reader: &'a dyn FreshReader,
+    pub(crate) node: &'a str,
+}
+
+/// Reads channels with the current task's own writes applied (what a
+/// conditional edge sees).
+pub trait FreshReader {
+    /// The value of `channel` with the task's writes so far applied.
+    fn read_fresh(
+        &self,
+        channel: ChannelId,
+        writes: &[(ChannelId, Value)],
+    ) -> Result<Option<Value>, PregelError>;
+}
+
+impl WriteContext<'_> {
+    /// The node's output.
+    pub fn output(&self) -> &NodeOutput {
+        self.output
+    }
+
+    /// The node's name.
+    pub fn node(&self) -> &str {
+        self.node
+    }
+
+    /// The id of a channel, if the graph has it.
+    pub fn channel(&self, name: &str) -> Option<ChannelId> {
+        self.graph.channel_id(name)
+    }
+
+    /// The name of a channel.
+    pub fn channel_name(&self, id: ChannelId) -> &str {
+        self.graph.channel_name(id)
+    }
+
+    /// Reads channels as they are after applying `writes` (the task's own),
+    /// as a map of the available ones.
+    ///
+    /// # Errors
+    /// A channel refusing the writes.
+    pub fn read_fresh(
+        &self,
+        channels: &[(Arc<str>, ChannelId)],
+        writes: &[(ChannelId, Value)],
+    ) -> Result<StateValues, PregelError> {
+        let mut values = Vec::with_capacity(channels.len());
+        for (name, id) in channels {
+            if let Some(value) = self.reader.read_fresh(*id, writes)? {
+                values.push((name.clone(), value));
+            }
+        }
+        Ok(StateValues(values))
+    }
+}
+
+/// Turns a node's output into channel writes.
+pub type Writer = Arc<
+    dyn Fn(&WriteContext<'_>, &mut Vec<(ChannelId, Value)>) -> Result<(), PregelError>
+        + Send
+        + Sync,
+>;
+
+/// What a node reads as its input.
+#[derive(Clone, Debug)]
+pub enum Reads {
+    /// One channel's value; the task does not run while it is empty.
+    Channel(ChannelId),
+    /// A map of the available channels among these (key, channel) pairs.
+    Map(Vec<(Arc<str>, ChannelId)>),
+}
+
+/// The values of several channels, keyed by name, in declaration order.
+/// Serializes as a JSON object; cloning shares the values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StateValues(pub Vec<(Arc<str>, Value)>);
+
+impl StateValues {
+    /// The value of `key`, if available.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
+    }
+
+    /// The JSON of `key`, if available and JSON-shaped.
+    pub fn json(&self, key: &str) -> Option<serde_json::Value> {
+        self.get(key).and_then(|v| v.to_json().ok())
+    }
+
+    /// Iterates the `(key, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The whole map as a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        v.to_json().unwrap_or(serde_json::Value::Null),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for StateValues {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        Ok(Self(
+            map.into_iter()
+                .map(|(k, v)| (Arc::from(k.as_str()), Value::from_json(v)))
+                .collect(),
+        ))
+    }
+}
+
+impl Serialize for StateValues {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(&**k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// A node of a Pregel graph.
+#[derive(Clone)]
+pub struct PregelNode {
+    pub(crate) triggers: Vec<ChannelId>,
+    pub(crate) reads: Reads,
+    pub(crate) func: Option<NodeFn>,
+    pub(crate) writers: Vec<Writer>,
+    pub(crate) retry: Vec<RetryPolicy>,
+    pub(crate) hidden: bool,
+    pub(crate) metadata: stategraph_core::JsonMap,
+}
+
+impl fmt::Debug for PregelNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PregelNode")
+            .field("triggers", &self.triggers)
+            .field("reads", &self.reads)
+            .field("writers", &self.writers.len())
+            .field("hidden", &self.hidden)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PregelNode {
+    /// A node triggered by `triggers`, reading `reads`, running `func`
+    /// (`None` passes the input through), writing with `writers`.
+    pub fn new(
+        triggers: Vec<ChannelId>,
+        reads: Reads,
+        func: Option<NodeFn>,
+        writers: Vec<Writer>,
+    ) -> Self {
+        Self {
+            triggers,
+            reads,
+            func,
+            writers,
+            retry: Vec::new(),
+            hidden: false,
+            metadata: stategraph_core::JsonMap::new(),
+        }
+    }
+
+    /// Adds a trigger channel.
+    pub fn add_trigger(&mut self, channel: ChannelId) {
+        if !self.triggers.contains(&channel) {
+            self.triggers.push(channel);
+        }
+    }
+
+    /// Adds a writer.
+    pub fn add_writer(&mut self, writer: Writer) {
+        self.writers.push(writer);
+    }
+
+    /// Sets the retry policies (the first whose `retry_on` matches applies).
+    pub fn set_retry(&mut self, policies: Vec<RetryPolicy>) {
+        self.retry = policies;
+    }
+
+    /// Hides the node's output from the `updates` stream (LangGraph's `TAG_HIDDEN`).
+    pub fn set_hidden(&mut self, hidden: bool) {
+        self.hidden = hidden;
+    }
+
+    /// Sets metadata reported with the node's tasks.
+    pub fn set_metadata(&mut self, metadata: stategraph_core::JsonMap) {
+        self.metadata = metadata;
+    }
+}
+
+/// Where a run's chunks go: a queue the stream drains.
+#[derive(Clone)]
+pub(crate) struct Sink {
+    pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    pub(crate) modes: StreamModes,
+    pub(crate) namespace: Arc<[String]>,
+}
+
+impl Sink {
+    pub(crate) fn wants(&self, mode: StreamMode) -> bool {
+        self.modes.contains(mode)
+    }
+
+    pub(crate) fn push(&self, mode: StreamMode, data: Value) {
+        if self.wants(mode) {
+            let chunk = StreamChunk {
+                namespace: self.namespace.clone(),
+                mode,
+                data,
+            };
+            self.queue
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push_back(chunk);
+        }
+    }
+
+    pub(crate) fn has_pending(&self) -> bool {
+        !self
+            .queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_empty()
+    }
+}
+
+/// What a node function can see and do besides its input: its name, the
+/// step, the run configuration, and a writer for `custom` stream chunks.
+#[derive(Clone)]
+pub struct TaskContext {
+    pub(crate) inner: Arc<TaskInfo>,
+    pub(crate) sink: Sink,
+}
+
+pub(crate) struct TaskInfo {
+    pub(crate) node: Arc<str>,
+    pub(crate) step: i64,
+    pub(crate) task_id: String,
+    pub(crate) config: Arc<RunnableConfig>,
+    pub(crate) remaining_steps: i64,
+}
+
+impl TaskContext {
+    /// The node being run.
+    pub fn node(&self) -> &str {
+        &self.inner.node
+    }
+
+    /// The superstep.
+    pub fn step(&self) -> i64 {
+        self.inner.step
+    }
+
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.inner.task_id
+    }
+
+    /// The run configuration.
+    pub fn config(&self) -> &RunnableConfig {
+        &self.inner.config
+    }
+
+    /// Steps left before the recursion limit (LangGraph's `RemainingSteps`).
+    pub fn remaining_steps(&self) -> i64 {
+        self.inner.remaining_steps
+    }
+
+    /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
+    pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
+        self.sink.push(StreamMode::Custom, Value::new(value));
+    }
+}
+
+impl fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("node", &self.inner.node)
+            .field("step", &self.inner.step)
+            .field("task_id", &self.inner.task_id)
+            .finish()
+    }
+}

@@ -1,0 +1,840 @@
+//! The superstep loop and the stream that drives it.
+//!
+//! A run is a future (the loop) plus a queue of chunks. The loop applies the
+//! input, then repeats: plan the tasks of the next step, run them concurrently,
+//! turn each finished task's output into writes (and an `updates` chunk),
+//! apply all writes together in task-path order, emit a `values` chunk, and
+//! yield to the consumer whenever chunks are waiting. Dropping the stream drops
+//! the loop and every task in flight.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use serde::Serialize;
+use stategraph_channels::Channel;
+use stategraph_checkpoint::ChannelVersion;
+use stategraph_core::{RunnableConfig, Value};
+
+use crate::error::{NodeError, PregelError, Result};
+use crate::graph::{IoChannels, Pregel, PregelInner};
+use crate::node::{
+    FreshReader, NodeOutput, Reads, Sink, StateValues, TaskContext, TaskInfo, WriteContext,
+};
+use crate::retry;
+use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
+use crate::{ChannelId, NodeId};
+
+/// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).
+pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
+
+/// What a run starts from.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// New input, written to the input channels.
+    Value(Value),
+    /// No input: resume the thread (needs a checkpointer).
+    Resume,
+    /// A command: state updates, destinations and resume values.
+    Command(Command),
+}
+
+impl From<Value> for Input {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl From<serde_json::Value> for Input {
+    fn from(value: serde_json::Value) -> Self {
+        match value {
+            serde_json::Value::Null => Self::Resume,
+            other => Self::Value(Value::from_json(other)),
+        }
+    }
+}
+
+impl From<Command> for Input {
+    fn from(command: Command) -> Self {
+        Self::Command(command)
+    }
+}
+
+impl Pregel {
+    /// Runs the graph, streaming chunks of the requested modes. `values` and
+    /// `updates` chunks show the stream channels.
+    pub fn stream(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        modes: impl Into<StreamModes>,
+    ) -> RunStream {
+        let stream = self.inner.stream.clone();
+        RunStream::start(
+            self.inner.clone(),
+            input.into(),
+            config.clone(),
+            modes.into(),
+            stream,
+        )
+    }
+
+    /// Runs the graph to the end and returns the output channels' final values
+    /// (a map for several output channels, the value itself for one).
+    ///
+    /// # Errors
+    /// Whatever stopped the run: a node error, an invalid update, the recursion limit.
+    pub async fn invoke(&self, input: impl Into<Input>, config: &RunnableConfig) -> Result<Value> {
+        let output = self.inner.output.clone();
+        let mut stream = RunStream::start(
+            self.inner.clone(),
+            input.into(),
+            config.clone(),
+            StreamMode::Values.into(),
+            output,
+        );
+        let mut latest = None;
+        while let Some(chunk) = stream.next().await {
+            latest = Some(chunk?.data);
+        }
+        Ok(latest.unwrap_or_else(Value::null))
+    }
+}
+
+/// The stream of a run: chunks in order, then the run's error if it failed.
+pub struct RunStream {
+    run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
+    queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    error: Option<PregelError>,
+}
+
+impl RunStream {
+    fn start(
+        graph: Arc<PregelInner>,
+        input: Input,
+        config: RunnableConfig,
+        modes: StreamModes,
+        output: IoChannels,
+    ) -> Self {
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let sink = Sink {
+            queue: queue.clone(),
+            modes,
+            namespace: Arc::from(Vec::new()),
+        };
+        let run = Loop::new(graph, config, sink, output).run(input);
+        Self {
+            run: Some(Box::pin(run)),
+            queue,
+            error: None,
+        }
+    }
+
+    fn pop(&self) -> Option<StreamChunk> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop_front()
+    }
+}
+
+impl Stream for RunStream {
+    type Item = Result<StreamChunk>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if let Some(chunk) = self.pop() {
+                return Poll::Ready(Some(Ok(chunk)));
+            }
+            let Some(run) = self.run.as_mut() else {
+                return Poll::Ready(self.error.take().map(Err));
+            };
+            match run.as_mut().poll(cx) {
+                Poll::Ready(result) => {
+                    self.run = None;
+                    self.error = result.err();
+                }
+                Poll::Pending => {
+                    // The loop yields with chunks waiting; hand them out first.
+                    return match self.pop() {
+                        Some(chunk) => Poll::Ready(Some(Ok(chunk))),
+                        None => Poll::Pending,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Returns `Pending` once (waking itself), so the stream can hand out chunks.
+struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// Where a task comes from; orders the application of writes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TaskPath {
+    /// Triggered by channels. Pull tasks sort by node name (= node id).
+    Pull(NodeId),
+    /// Created by the `idx`-th `Send` of the previous step.
+    Push(usize),
+}
+
+struct Task {
+    node: NodeId,
+    path: TaskPath,
+    input: Value,
+    writes: Vec<(ChannelId, Value)>,
+}
+
+/// One run's mutable state.
+struct Loop {
+    graph: Arc<PregelInner>,
+    channels: Vec<Box<dyn Channel>>,
+    versions: Vec<Option<ChannelVersion>>,
+    max_version: Option<ChannelVersion>,
+    // Per node: the version of each trigger it last ran on (`None` = never ran).
+    seen: Vec<Option<Vec<Option<ChannelVersion>>>>,
+    // Channels available at the end of the previous step.
+    live: Vec<ChannelId>,
+    // Epoch marks: `mark[c] == epoch` means `c` is in the current step's set.
+    mark: Vec<u64>,
+    epoch: u64,
+    step: i64,
+    stop: i64,
+    limit: usize,
+    config: Arc<RunnableConfig>,
+    sink: Sink,
+    output: IoChannels,
+    run_seed: u64,
+}
+
+impl Loop {
+    fn new(
+        graph: Arc<PregelInner>,
+        config: RunnableConfig,
+        sink: Sink,
+        output: IoChannels,
+    ) -> Self {
+        let channels: Vec<Box<dyn Channel>> =
+            graph.channels.iter().map(|c| c.boxed_clone()).collect();
+        let count = channels.len();
+        let live = (0..count).filter(|c| channels[*c].is_available()).collect();
+        let limit = config.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
+        Self {
+            seen: vec![None; graph.nodes.len()],
+            channels,
+            versions: vec![None; count],
+            max_version: None,
+            live,
+            mark: vec![0; count],
+            epoch: 0,
+            step: -1,
+            stop: 0,
+            limit,
+            config: Arc::new(config),
+            sink,
+            output,
+            run_seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            graph,
+        }
+    }
+
+    async fn run(mut self, input: Input) -> Result<()> {
+        // A fresh thread: the input checkpoint is step -1, the loop starts at 0.
+        self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
+        let mut updated = self.apply_input(input)?;
+        self.step += 1;
+        loop {
+            if self.step > self.stop {
+                return Err(PregelError::GraphRecursion { limit: self.limit });
+            }
+            let mut tasks = self.prepare_tasks(&updated)?;
+            if tasks.is_empty() {
+                return Ok(());
+            }
+            self.execute(&mut tasks).await?;
+            updated = self.apply_writes(&mut tasks)?;
+            self.emit_values(&updated);
+            self.step += 1;
+            if self.sink.has_pending() {
+                YieldNow(false).await;
+            }
+        }
+    }
+
+    fn next_version(&self) -> ChannelVersion {
+        ChannelVersion::new(self.max_version.map_or(0, |v| v.counter()) + 1, 0)
+    }
+
+    fn name(&self, channel: ChannelId) -> &str {
+        self.graph.shape.channel_name(channel)
+    }
+
+    fn apply_input(&mut self, input: Input) -> Result<Vec<ChannelId>> {
+        let writes: Vec<(ChannelId, Value)> = match input {
+            Input::Value(value) => match &self.graph.input {
+                IoChannels::One(channel) => vec![(*channel, value)],
+                IoChannels::Many(channels) => {
+                    let json = value.to_json()?;
+                    let serde_json::Value::Object(map) = json else {
+                        return Err(PregelError::InvalidGraph(format!(
+                            "expected the input to be a map of channels, got {json}"
+                        )));
+                    };
+                    let mut writes = Vec::new();
+                    for (key, value) in map {
+                        match self
+                            .graph
+                            .shape
+                            .channel_id(&key)
+                            .filter(|c| channels.contains(c))
+                        {
+                            Some(channel) => writes.push((channel, Value::from_json(value))),
+                            None => tracing::warn!(
+                                "input channel {key} not found among the graph's input channels"
+                            ),
+                        }
+                    }
+                    writes
+                }
+            },
+            Input::Command(command) => self.command_writes(command)?,
+            Input::Resume => {
+                return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+            }
+        };
+        if writes.is_empty() {
+            return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+        }
+        let mut input_task = Task {
+            node: usize::MAX,
+            path: TaskPath::Push(usize::MAX),
+            input: Value::null(),
+            writes,
+        };
+        self.apply(std::slice::from_mut(&mut input_task), false)
+    }
+
+    fn command_writes(&self, command: Command) -> Result<Vec<(ChannelId, Value)>> {
+        if command.graph == crate::types::CommandGraph::Parent {
+            return Err(PregelError::InvalidUpdate(
+                "There is no parent graph".into(),
+            ));
+        }
+        let mut writes = Vec::new();
+        for goto in command.goto {
+            match goto {
+                Goto::Send(send) => writes.push((self.graph.tasks_channel, Value::new(send))),
+                Goto::Node(node) => match self.graph.shape.channel_id(&names::branch_to(&node)) {
+                    Some(channel) => writes.push((channel, Value::new(names::START))),
+                    None => tracing::warn!("Command goto to unknown node {node:?} ignored"),
+                },
+            }
+        }
+        for (key, value) in command.update {
+            match self.graph.shape.channel_id(&key) {
+                Some(channel) => writes.push((channel, value)),
+                None => tracing::warn!("Command update of unknown channel {key:?} ignored"),
+            }
+        }
+        Ok(writes)
+    }
+
+    fn prepare_tasks(&mut self, updated: &[ChannelId]) -> Result<Vec<Task>> {
+        let graph = self.graph.clone();
+        let mut tasks = Vec::new();
+        // PUSH tasks: one per Send of the previous step.
+        if let Some(sends) = self.channels[graph.tasks_channel].get() {
+            let sends = sends.decode::<Vec<Send>>()?;
+            for (idx, send) in sends.iter().enumerate() {
+                match graph.shape.node_id(&send.node) {
+                    Some(node) => tasks.push(Task {
+                        node,
+                        path: TaskPath::Push(idx),
+                        input: send.arg.clone(),
+                        writes: Vec::new(),
+                    }),
+                    None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
+                }
+            }
+        }
+        // PULL tasks: nodes whose triggers changed since they last ran.
+        let mut candidates: Vec<NodeId>;
+        if !updated.is_empty() {
+            candidates = updated
+                .iter()
+                .flat_map(|c| graph.trigger_to_nodes[*c].iter().copied())
+                .collect();
+            candidates.sort_unstable();
+            candidates.dedup();
+        } else if self.versions.iter().all(Option::is_none) {
+            candidates = Vec::new();
+        } else {
+            candidates = (0..graph.nodes.len()).collect();
+        }
+        for node in candidates {
+            if !self.triggered(node) {
+                continue;
+            }
+            let input = match &graph.nodes[node].reads {
+                Reads::Channel(channel) => match self.channels[*channel].get() {
+                    Some(value) => value,
+                    None => continue,
+                },
+                Reads::Map(keys) => Value::new(StateValues(
+                    keys.iter()
+                        .filter_map(|(key, channel)| {
+                            Some((key.clone(), self.channels[*channel].get()?))
+                        })
+                        .collect(),
+                )),
+            };
+            tasks.push(Task {
+                node,
+                path: TaskPath::Pull(node),
+                input,
+                writes: Vec::new(),
+            });
+        }
+        Ok(tasks)
+    }
+
+    fn triggered(&self, node: NodeId) -> bool {
+        let triggers = &self.graph.nodes[node].triggers;
+        match &self.seen[node] {
+            None => triggers.iter().any(|c| self.channels[*c].is_available()),
+            Some(seen) => triggers
+                .iter()
+                .zip(seen)
+                .any(|(c, seen)| self.channels[*c].is_available() && self.versions[*c] > *seen),
+        }
+    }
+
+    fn task_context(&self, task: &Task) -> TaskContext {
+        let node = self.graph.shape.node_name(task.node).clone();
+        TaskContext {
+            inner: Arc::new(TaskInfo {
+                task_id: task_id(self.run_seed, self.step, &node, &task.path),
+                node,
+                step: self.step,
+                config: self.config.clone(),
+                remaining_steps: self.stop - self.step,
+            }),
+            sink: self.sink.clone(),
+        }
+    }
+
+    async fn execute(&mut self, tasks: &mut [Task]) -> Result<()> {
+        let graph = self.graph.clone();
+        if let [task] = tasks {
+            let node = &graph.nodes[task.node];
+            let output = match &node.func {
+                Some(func) => run_with_retry(
+                    func,
+                    task.input.clone(),
+                    self.task_context(task),
+                    &node.retry,
+                )
+                .await
+                .map_err(|error| self.node_error(task.node, error))?,
+                None => NodeOutput::Value(task.input.clone()),
+            };
+            self.finish_task(task, &output)?;
+            return Ok(());
+        }
+        let mut running = FuturesUnordered::new();
+        for (index, task) in tasks.iter_mut().enumerate() {
+            let node = &graph.nodes[task.node];
+            match &node.func {
+                Some(func) => {
+                    let ctx = self.task_context(task);
+                    let input = task.input.clone();
+                    let func = func.clone();
+                    let retry = node.retry.clone();
+                    running.push(
+                        async move { (index, run_with_retry(&func, input, ctx, &retry).await) }
+                            .boxed(),
+                    );
+                }
+                None => {
+                    let output = NodeOutput::Value(task.input.clone());
+                    self.finish_task(task, &output)?;
+                }
+            }
+        }
+        while let Some((index, result)) = running.next().await {
+            let output = result.map_err(|error| self.node_error(tasks[index].node, error))?;
+            self.finish_task(&mut tasks[index], &output)?;
+        }
+        Ok(())
+    }
+
+    fn node_error(&self, node: NodeId, error: NodeError) -> PregelError {
+        PregelError::Node {
+            node: self.graph.shape.node_name(node).to_string(),
+            error,
+        }
+    }
+
+    /// Runs the node's writers on its output and emits its `updates` chunk.
+    fn finish_task(&self, task: &mut Task, output: &NodeOutput) -> Result<()> {
+        let node = &self.graph.nodes[task.node];
+        let name = self.graph.shape.node_name(task.node);
+        let ctx = WriteContext {
+            output,
+            graph: &self.graph.shape,
+            reader: self,
+            node: name,
+        };
+        let mut writes = Vec::new();
+        for writer in &node.writers {
+            writer(&ctx, &mut writes)?;
+        }
+        task.writes = writes;
+        if !node.hidden && self.sink.wants(StreamMode::Updates) {
+            self.sink
+                .push(StreamMode::Updates, self.update_chunk(name, &task.writes));
+        }
+        Ok(())
+    }
+
+    /// `{node: update}` from the task's writes to the stream channels.
+    fn update_chunk(&self, node: &Arc<str>, writes: &[(ChannelId, Value)]) -> Value {
+        let shown: Vec<(Arc<str>, Value)> = writes
+            .iter()
+            .filter(|(c, _)| self.is_output(*c))
+            .map(|(c, v)| (self.graph.shape.channel_name_arc(*c), v.clone()))
+            .collect();
+        let update = match &self.output {
+            IoChannels::One(_) => match shown.len() {
+                0 => UpdatePayload::None,
+                1 => UpdatePayload::Value(shown[0].1.clone()),
+                _ => UpdatePayload::Values(shown.into_iter().map(|(_, v)| v).collect()),
+            },
+            IoChannels::Many(_) => {
+                if shown.is_empty() {
+                    UpdatePayload::None
+                } else {
+                    let repeated = shown
+                        .iter()
+                        .enumerate()
+                        .any(|(i, (k, _))| shown[..i].iter().any(|(j, _)| j == k));
+                    if repeated {
+                        UpdatePayload::Maps(
+                            shown
+                                .into_iter()
+                                .map(|pair| StateValues(vec![pair]))
+                                .collect(),
+                        )
+                    } else {
+                        UpdatePayload::Map(StateValues(shown))
+                    }
+                }
+            }
+        };
+        Value::new(NodeUpdate {
+            node: node.clone(),
+            update,
+        })
+    }
+
+    fn is_output(&self, channel: ChannelId) -> bool {
+        match &self.output {
+            IoChannels::One(c) => *c == channel,
+            IoChannels::Many(cs) => cs.contains(&channel),
+        }
+    }
+
+    fn emit_values(&self, updated: &[ChannelId]) {
+        if !self.sink.wants(StreamMode::Values) || !updated.iter().any(|c| self.is_output(*c)) {
+            return;
+        }
+        let value = match &self.output {
+            IoChannels::One(channel) => self.channels[*channel].get().unwrap_or_else(Value::null),
+            IoChannels::Many(channels) => Value::new(StateValues(
+                channels
+                    .iter()
+                    .filter_map(|c| {
+                        Some((
+                            self.graph.shape.channel_name_arc(*c),
+                            self.channels[*c].get()?,
+                        ))
+                    })
+                    .collect(),
+            )),
+        };
+        self.sink.push(StreamMode::Values, value);
+    }
+
+    fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
+        self.apply(tasks, true)
+    }
+
+    /// LangGraph's `apply_writes`: returns the channels updated (and available).
+    fn apply(&mut self, tasks: &mut [Task], from_tasks: bool) -> Result<Vec<ChannelId>> {
+        tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        let graph = self.graph.clone();
+        // Only the input pseudo-task has no triggers.
+        let bump_step = from_tasks;
+        let next = self.next_version();
+        let mut bumped = false;
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let mut updated: Vec<ChannelId> = Vec::new();
+
+        if from_tasks {
+            // Record the trigger versions each pulled node ran on, then consume them.
+            for task in tasks.iter() {
+                if let TaskPath::Pull(node) = task.path {
+                    let triggers = &graph.nodes[node].triggers;
+                    let seen = self.seen[node].get_or_insert_with(|| vec![None; triggers.len()]);
+                    for (slot, channel) in seen.iter_mut().zip(triggers) {
+                        if let Some(version) = self.versions[*channel] {
+                            *slot = Some(version);
+                        }
+                    }
+                }
+            }
+            for task in tasks.iter() {
+                if let TaskPath::Pull(node) = task.path {
+                    for channel in &graph.nodes[node].triggers {
+                        if self.channels[*channel].consume() {
+                            self.versions[*channel] = Some(next);
+                            bumped = true;
+                        }
+                    }
+                }
+            }
+        }
+
+        // Group writes by channel, keeping task order within a channel.
+        let mut writes: Vec<(ChannelId, usize, Value)> = Vec::new();
+        for task in tasks.iter_mut() {
+            for (channel, value) in task.writes.drain(..) {
+                let order = writes.len();
+                writes.push((channel, order, value));
+            }
+        }
+        writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
+        let mut writes = writes.into_iter().peekable();
+        while let Some((channel, _, first)) = writes.next() {
+            let mut values = vec![first];
+            while let Some((_, _, value)) = writes.next_if(|(c, _, _)| *c == channel) {
+                values.push(value);
+            }
+            let changed = self.channels[channel]
+                .update(values)
+                .map_err(|err| err.at_key(self.name(channel)))?;
+            if changed {
+                self.versions[channel] = Some(next);
+                bumped = true;
+                if self.channels[channel].is_available() && self.mark[channel] != epoch {
+                    self.mark[channel] = epoch;
+                    updated.push(channel);
+                }
+            }
+        }
+
+        // Channels not written this step hear about the new step (ephemeral
+        // values clear themselves).
+        if bump_step {
+            let live = std::mem::take(&mut self.live);
+            for channel in &live {
+                let channel = *channel;
+                if self.mark[channel] == epoch || !self.channels[channel].is_available() {
+                    continue;
+                }
+                let changed = self.channels[channel]
+                    .update(Vec::new())
+                    .map_err(|err| err.at_key(self.name(channel)))?;
+                if changed {
+                    self.versions[channel] = Some(next);
+                    bumped = true;
+                    if self.channels[channel].is_available() {
+                        self.mark[channel] = epoch;
+                        updated.push(channel);
+                    }
+                }
+            }
+            self.live = live;
+        }
+
+        // Tentatively the last step: let channels finish (deferred nodes).
+        let mut finished = Vec::new();
+        if bump_step && !updated.iter().any(|c| graph.is_trigger[*c]) {
+            for channel in 0..self.channels.len() {
+                if self.channels[channel].finish() {
+                    self.versions[channel] = Some(next);
+                    bumped = true;
+                    finished.push(channel);
+                    if self.channels[channel].is_available() && self.mark[channel] != epoch {
+                        self.mark[channel] = epoch;
+                        updated.push(channel);
+                    }
+                }
+            }
+        }
+
+        if bumped {
+            self.max_version = Some(next);
+        }
+        // The channels available now: previously live ones that still are,
+        // plus the updated ones.
+        let mut live: Vec<ChannelId> = std::mem::take(&mut self.live);
+        live.extend(updated.iter().copied());
+        live.extend(finished);
+        live.sort_unstable();
+        live.dedup();
+        live.retain(|c| self.channels[*c].is_available());
+        self.live = live;
+        Ok(updated)
+    }
+}
+
+impl FreshReader for Loop {
+    fn read_fresh(
+        &self,
+        channel: ChannelId,
+        writes: &[(ChannelId, Value)],
+    ) -> Result<Option<Value>> {
+        let own: Vec<Value> = writes
+            .iter()
+            .filter(|(c, _)| *c == channel)
+            .map(|(_, v)| v.clone())
+            .collect();
+        if own.is_empty() {
+            return Ok(self.channels[channel].get());
+        }
+        let mut copy = self.channels[channel].boxed_clone();
+        copy.update(own)
+            .map_err(|err| err.at_key(self.name(channel)))?;
+        Ok(copy.get())
+    }
+}
+
+/// Calls a node function, retrying per policy; a panic becomes a `Panic` error.
+async fn run_with_retry(
+    func: &crate::NodeFn,
+    input: Value,
+    ctx: TaskContext,
+    policies: &[retry::RetryPolicy],
+) -> std::result::Result<NodeOutput, NodeError> {
+    let mut attempts = 0;
+    loop {
+        let attempt = AssertUnwindSafe(func(input.clone(), ctx.clone()))
+            .catch_unwind()
+            .await;
+        let error = match attempt {
+            Ok(Ok(output)) => return Ok(output),
+            Ok(Err(error)) => error,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "the node panicked".to_owned());
+                NodeError::new("Panic", message)
+            }
+        };
+        let Some(policy) = retry::matching(policies, &error) else {
+            return Err(error);
+        };
+        attempts += 1;
+        if attempts >= policy.max_attempts {
+            return Err(error);
+        }
+        let wait = policy.wait(attempts);
+        tracing::info!(
+            node = ctx.node(),
+            attempt = attempts,
+            ?wait,
+            "retrying after {error}"
+        );
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// A deterministic task id: xxh3-128 of the run, step and task path, laid out
+/// like a UUID.
+fn task_id(seed: u64, step: i64, node: &str, path: &TaskPath) -> String {
+    let mut bytes = Vec::with_capacity(64);
+    bytes.extend_from_slice(&seed.to_le_bytes());
+    bytes.extend_from_slice(&step.to_le_bytes());
+    bytes.extend_from_slice(node.as_bytes());
+    match path {
+        TaskPath::Pull(_) => bytes.extend_from_slice(names::PULL.as_bytes()),
+        TaskPath::Push(idx) => {
+            bytes.extend_from_slice(names::PUSH.as_bytes());
+            bytes.extend_from_slice(&idx.to_le_bytes());
+        }
+    }
+    let hex = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// The payload of an `updates` chunk: `{node: update}`.
+#[derive(Clone, Debug)]
+pub struct NodeUpdate {
+    /// The node that wrote.
+    pub node: Arc<str>,
+    /// What it wrote to the stream channels.
+    pub update: UpdatePayload,
+}
+
+/// What a node wrote to the stream channels, shaped as LangGraph shows it.
+#[derive(Clone, Debug)]
+pub enum UpdatePayload {
+    /// Nothing (`None`).
+    None,
+    /// One value (single stream channel).
+    Value(Value),
+    /// Several values for a single stream channel.
+    Values(Vec<Value>),
+    /// `{key: value}`.
+    Map(StateValues),
+    /// A list of one-key maps, when a key was written twice.
+    Maps(Vec<StateValues>),
+}
+
+impl Serialize for NodeUpdate {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        match &self.update {
+            UpdatePayload::None => map.serialize_entry(&*self.node, &())?,
+            UpdatePayload::Value(value) => map.serialize_entry(&*self.node, value)?,
+            UpdatePayload::Values(values) => map.serialize_entry(&*self.node, values)?,
+            UpdatePayload::Map(values) => map.serialize_entry(&*self.node, values)?,
+            UpdatePayload::Maps(values) => map.serialize_entry(&*self.node, values)?,
+        }
+        map.end()
+    }
+}
