@@ -1,0 +1,420 @@
+//! `StateGraph`: the graph builder.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use stategraph_pregel::{NodeFn, RetryPolicy};
+
+use crate::node::{IntoNode, IntoRouter, RouterFn};
+use crate::schema::Schema;
+use crate::{END, GraphError, START};
+
+/// How a node is added: its function plus options.
+pub struct NodeSpec {
+    pub(crate) func: NodeFn,
+    pub(crate) input_keys: Option<Vec<String>>,
+    pub(crate) retry: Vec<RetryPolicy>,
+    pub(crate) defer: bool,
+    pub(crate) destinations: Vec<String>,
+    pub(crate) metadata: stategraph_core::JsonMap,
+}
+
+impl NodeSpec {
+    /// A node running `func`.
+    pub fn new<M>(func: impl IntoNode<M>) -> Self {
+        Self {
+            func: func.into_node_fn(),
+            input_keys: None,
+            retry: Vec::new(),
+            defer: false,
+            destinations: Vec::new(),
+            metadata: stategraph_core::JsonMap::new(),
+        }
+    }
+
+    /// Reads only these state keys (LangGraph's node `input_schema`).
+    #[must_use]
+    pub fn input_keys<I: IntoIterator<Item = S>, S: Into<String>>(mut self, keys: I) -> Self {
+        self.input_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Retries failures with this policy.
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = vec![policy];
+        self
+    }
+
+    /// Retries failures with the first matching policy of these.
+    #[must_use]
+    pub fn retry_policies(mut self, policies: Vec<RetryPolicy>) -> Self {
+        self.retry = policies;
+        self
+    }
+
+    /// Runs the node only when the graph would otherwise finish (LangGraph's `defer=True`).
+    #[must_use]
+    pub fn defer(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Nodes this node may route to with a `Command` (for drawing only).
+    #[must_use]
+    pub fn destinations<I: IntoIterator<Item = S>, S: Into<String>>(mut self, nodes: I) -> Self {
+        self.destinations = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Metadata reported with the node's tasks.
+    #[must_use]
+    pub fn metadata(mut self, metadata: stategraph_core::JsonMap) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
+/// A conditional edge: a router and an optional map from its results to nodes.
+#[derive(Clone)]
+pub(crate) struct Branch {
+    pub(crate) router: RouterFn,
+    pub(crate) path_map: Option<BTreeMap<String, String>>,
+}
+
+/// A graph whose nodes communicate by reading and writing a shared state.
+///
+/// Build it with nodes and edges, then [`compile`](StateGraph::compile) it.
+///
+/// ```
+/// use serde_json::{json, Value as Json};
+/// use stategraph_graph::{Schema, StateGraph, START, END};
+/// use stategraph_pregel::NodeError;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut graph = StateGraph::new(Schema::new().last_value("count").append("log"));
+/// graph.add_node("inc", |s: Json| async move {
+///     let count = s["count"].as_i64().unwrap_or(0) + 1;
+///     Ok::<_, NodeError>(json!({"count": count, "log": [format!("inc to {count}")]}))
+/// })?;
+/// graph.add_edge(START, "inc")?;
+/// graph.add_conditional_edges("inc", |s: &Json| if s["count"].as_i64() < Some(3) { "inc" } else { END }, None)?;
+/// let app = graph.compile()?;
+/// let out = app.invoke(json!({"count": 0}), &Default::default()).await?;
+/// assert_eq!(out.to_json()?, json!({"count": 3, "log": ["inc to 1", "inc to 2", "inc to 3"]}));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub struct StateGraph {
+    pub(crate) schema: Schema,
+    pub(crate) input_keys: Option<Vec<String>>,
+    pub(crate) output_keys: Option<Vec<String>>,
+    pub(crate) nodes: BTreeMap<String, NodeSpec>,
+    // Insertion order of nodes (drawing and error messages follow it).
+    pub(crate) node_order: Vec<String>,
+    pub(crate) edges: BTreeSet<(String, String)>,
+    pub(crate) waiting_edges: BTreeSet<(Vec<String>, String)>,
+    pub(crate) branches: BTreeMap<String, Vec<(String, Branch)>>,
+}
+
+impl StateGraph {
+    /// A graph over `schema`.
+    pub fn new(schema: Schema) -> Self {
+        Self {
+            schema,
+            input_keys: None,
+            output_keys: None,
+            nodes: BTreeMap::new(),
+            node_order: Vec::new(),
+            edges: BTreeSet::new(),
+            waiting_edges: BTreeSet::new(),
+            branches: BTreeMap::new(),
+        }
+    }
+
+    /// Restricts which keys the graph input may set (LangGraph's `input_schema`);
+    /// other input keys are ignored.
+    ///
+    /// # Errors
+    /// A key that is not in the schema.
+    pub fn with_input_keys<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        keys: I,
+    ) -> Result<Self, GraphError> {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        self.schema.check_keys("input", &keys)?;
+        self.input_keys = Some(keys);
+        Ok(self)
+    }
+
+    /// Restricts which keys `invoke` returns (LangGraph's `output_schema`).
+    ///
+    /// # Errors
+    /// A key that is not in the schema.
+    pub fn with_output_keys<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        keys: I,
+    ) -> Result<Self, GraphError> {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        self.schema.check_keys("output", &keys)?;
+        self.output_keys = Some(keys);
+        Ok(self)
+    }
+
+    /// Adds a node running an async function of its input.
+    ///
+    /// # Errors
+    /// A reserved or duplicate name.
+    pub fn add_node<M>(
+        &mut self,
+        name: &str,
+        func: impl IntoNode<M>,
+    ) -> Result<&mut Self, GraphError> {
+        self.add_node_spec(name, NodeSpec::new(func))
+    }
+
+    /// Adds a node with options.
+    ///
+    /// # Errors
+    /// A reserved or duplicate name, or unknown input keys.
+    pub fn add_node_spec(&mut self, name: &str, spec: NodeSpec) -> Result<&mut Self, GraphError> {
+        if name == START || name == END {
+            return Err(GraphError::ReservedName(name.to_owned()));
+        }
+        if let Some(character) = name.chars().find(|c| matches!(c, '|' | ':')) {
+            return Err(GraphError::ReservedCharacter {
+                node: name.to_owned(),
+                character,
+            });
+        }
+        if self.nodes.contains_key(name) {
+            return Err(GraphError::DuplicateNode(name.to_owned()));
+        }
+        if let Some(keys) = &spec.input_keys {
+            self.schema
+                .check_keys(&format!("node {name:?} input"), keys)?;
+        }
+        self.nodes.insert(name.to_owned(), spec);
+        self.node_order.push(name.to_owned());
+        Ok(self)
+    }
+
+    /// Adds an edge: `end` runs in the step after `start` finishes.
+    ///
+    /// # Errors
+    /// `END` as start or `START` as end.
+    pub fn add_edge(&mut self, start: &str, end: &str) -> Result<&mut Self, GraphError> {
+        if start == END {
+            return Err(GraphError::EndAsSource);
+        }
+        if end == START {
+            return Err(GraphError::StartAsTarget);
+        }
+        self.edges.insert((start.to_owned(), end.to_owned()));
+        Ok(self)
+    }
+
+    /// Adds a waiting edge: `end` runs once every node of `starts` has finished
+    /// (in any steps).
+    ///
+    /// # Errors
+    /// `END` among the starts or `START` as end.
+    pub fn add_waiting_edge<const N: usize>(
+        &mut self,
+        starts: [&str; N],
+        end: &str,
+    ) -> Result<&mut Self, GraphError> {
+        if starts.contains(&END) {
+            return Err(GraphError::EndAsSource);
+        }
+        if end == START {
+            return Err(GraphError::StartAsTarget);
+        }
+        self.waiting_edges.insert((
+            starts.iter().map(|s| (*s).to_owned()).collect(),
+            end.to_owned(),
+        ));
+        Ok(self)
+    }
+
+    /// Adds a conditional edge: after `source` runs, `router` reads the state
+    /// (with `source`'s own writes applied) and returns destinations, mapped
+    /// through `path_map` when given.
+    ///
+    /// # Errors
+    /// `END` as source.
+    pub fn add_conditional_edges<M>(
+        &mut self,
+        source: &str,
+        router: impl IntoRouter<M>,
+        path_map: Option<PathMap>,
+    ) -> Result<&mut Self, GraphError> {
+        self.add_named_branch(source, None, router.into_router(), path_map)
+    }
+
+    fn add_named_branch(
+        &mut self,
+        source: &str,
+        name: Option<&str>,
+        router: RouterFn,
+        path_map: Option<PathMap>,
+    ) -> Result<&mut Self, GraphError> {
+        if source == END {
+            return Err(GraphError::EndAsSource);
+        }
+        let branches = self.branches.entry(source.to_owned()).or_default();
+        let name = name.map_or_else(|| format!("condition_{}", branches.len()), str::to_owned);
+        if branches.iter().any(|(n, _)| *n == name) {
+            return Err(GraphError::DuplicateBranch {
+                node: source.to_owned(),
+                branch: name,
+            });
+        }
+        branches.push((
+            name,
+            Branch {
+                router,
+                path_map: path_map.map(|p| p.0),
+            },
+        ));
+        Ok(self)
+    }
+
+    /// Adds nodes in a chain, each running after the previous one.
+    ///
+    /// # Errors
+    /// As [`StateGraph::add_node`].
+    pub fn add_sequence(&mut self, nodes: Vec<(&str, NodeSpec)>) -> Result<&mut Self, GraphError> {
+        let mut previous: Option<String> = None;
+        for (name, spec) in nodes {
+            self.add_node_spec(name, spec)?;
+            if let Some(previous) = previous {
+                self.add_edge(&previous, name)?;
+            }
+            previous = Some(name.to_owned());
+        }
+        Ok(self)
+    }
+
+    /// `add_edge(START, node)`.
+    ///
+    /// # Errors
+    /// As [`StateGraph::add_edge`].
+    pub fn set_entry_point(&mut self, node: &str) -> Result<&mut Self, GraphError> {
+        self.add_edge(START, node)
+    }
+
+    /// `add_edge(node, END)`.
+    ///
+    /// # Errors
+    /// As [`StateGraph::add_edge`].
+    pub fn set_finish_point(&mut self, node: &str) -> Result<&mut Self, GraphError> {
+        self.add_edge(node, END)
+    }
+
+    /// A conditional edge from `START`.
+    ///
+    /// # Errors
+    /// As [`StateGraph::add_conditional_edges`].
+    pub fn set_conditional_entry_point<M>(
+        &mut self,
+        router: impl IntoRouter<M>,
+        path_map: Option<PathMap>,
+    ) -> Result<&mut Self, GraphError> {
+        self.add_conditional_edges(START, router, path_map)
+    }
+
+    /// Checks that every edge and branch connects known nodes and that the
+    /// graph has an entry point (LangGraph's `validate`).
+    ///
+    /// # Errors
+    /// The first problem found, naming the node or edge at fault.
+    pub fn validate(&self, interrupt: &[&str]) -> Result<(), GraphError> {
+        let mut sources: BTreeSet<&str> = self.edges.iter().map(|(s, _)| s.as_str()).collect();
+        for (starts, _) in &self.waiting_edges {
+            sources.extend(starts.iter().map(String::as_str));
+        }
+        sources.extend(self.branches.keys().map(String::as_str));
+        for (name, spec) in &self.nodes {
+            if !spec.destinations.is_empty() {
+                sources.insert(name);
+            }
+        }
+        for source in &sources {
+            if *source != START && !self.nodes.contains_key(*source) {
+                return Err(GraphError::UnknownSource((*source).to_owned()));
+            }
+        }
+        if !sources.contains(START) {
+            return Err(GraphError::NoEntrypoint);
+        }
+        let mut targets: BTreeSet<&str> = self.edges.iter().map(|(_, e)| e.as_str()).collect();
+        targets.extend(self.waiting_edges.iter().map(|(_, e)| e.as_str()));
+        for (start, branches) in &self.branches {
+            for (name, branch) in branches {
+                if let Some(map) = &branch.path_map {
+                    for target in map.values() {
+                        if target != END && !self.nodes.contains_key(target) {
+                            return Err(GraphError::UnknownBranchTarget {
+                                source_node: start.clone(),
+                                branch: name.clone(),
+                                target: target.clone(),
+                            });
+                        }
+                        targets.insert(target);
+                    }
+                }
+            }
+        }
+        for spec in self.nodes.values() {
+            targets.extend(spec.destinations.iter().map(String::as_str));
+        }
+        for target in targets {
+            if target != END && !self.nodes.contains_key(target) {
+                return Err(GraphError::UnknownTarget(target.to_owned()));
+            }
+        }
+        for node in interrupt {
+            if *node != "*" && !self.nodes.contains_key(*node) {
+                return Err(GraphError::UnknownInterruptNode((*node).to_owned()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maps a router's results to node names (LangGraph's `path_map`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathMap(pub BTreeMap<String, String>);
+
+impl<const N: usize> From<[(&str, &str); N]> for PathMap {
+    fn from(pairs: [(&str, &str); N]) -> Self {
+        Self(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for PathMap {
+    fn from(names: [&str; N]) -> Self {
+        Self(
+            names
+                .iter()
+                .map(|n| ((*n).to_owned(), (*n).to_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl From<Vec<&str>> for PathMap {
+    fn from(names: Vec<&str>) -> Self {
+        Self(
+            names
+                .iter()
+                .map(|n| ((*n).to_owned(), (*n).to_owned()))
+                .collect(),
+        )
+    }
+}

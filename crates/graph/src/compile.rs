@@ -1,0 +1,334 @@
+//! Compiling a `StateGraph` to the Pregel runtime.
+//!
+//! The layout follows LangGraph's: one channel per state key, `__start__`
+//! holding the input, a `branch:to:{node}` trigger channel per node (an
+//! unguarded ephemeral value, or a last-value-after-finish for deferred
+//! nodes), a named barrier `join:{a}+{b}:{node}` per waiting edge, and the
+//! `__pregel_tasks` topic for `Send`s. Each node writes its state update, its
+//! `Command` destinations, then its edges and branches, in that order.
+
+use std::sync::Arc;
+
+use stategraph_channels::{
+    EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
+};
+use stategraph_core::Value;
+use stategraph_pregel::{
+    ChannelId, CommandGraph, Goto, IoSpec, NodeError, NodeOutput, Pregel, PregelBuilder,
+    PregelError, PregelNode, Reads, StateValues, WriteContext, Writer, names,
+};
+
+use crate::builder::{Branch, StateGraph};
+use crate::compiled::CompiledStateGraph;
+use crate::node::Route;
+use crate::{END, GraphError, START};
+
+impl StateGraph {
+    /// Validates the graph and compiles it into a runnable graph.
+    ///
+    /// # Errors
+    /// What [`StateGraph::validate`] finds.
+    pub fn compile(&self) -> Result<CompiledStateGraph, GraphError> {
+        self.compile_named("LangGraph")
+    }
+
+    /// [`StateGraph::compile`] with a graph name.
+    ///
+    /// # Errors
+    /// What [`StateGraph::validate`] finds.
+    pub fn compile_named(&self, name: &str) -> Result<CompiledStateGraph, GraphError> {
+        self.validate(&[])?;
+        let mut builder = Pregel::builder().name(name);
+        let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
+        let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::new();
+        for (key, channel) in self.schema.channels() {
+            let id = builder.add_boxed_channel(key, channel.boxed_clone())?;
+            key_ids.push((Arc::from(key), id));
+        }
+        let start_channel = builder.add_channel(START, EphemeralValue::<Value>::new())?;
+        let tasks_channel = builder.add_channel(
+            names::TASKS,
+            stategraph_channels::Topic::<stategraph_pregel::Send>::new(),
+        )?;
+        let mut branch_channels = std::collections::BTreeMap::new();
+        for (name, spec) in &self.nodes {
+            let channel = names::branch_to(name);
+            let id = if spec.defer {
+                builder.add_channel(&channel, LastValueAfterFinish::<Value>::new())?
+            } else {
+                builder.add_channel(&channel, EphemeralValue::<Value>::unguarded())?
+            };
+            branch_channels.insert(name.clone(), id);
+        }
+        let routing = Arc::new(Routing {
+            branch_channels: branch_channels.clone(),
+            tasks_channel,
+        });
+
+        // The START node maps the input onto the input keys.
+        let input_keys = self
+            .input_keys
+            .clone()
+            .unwrap_or_else(|| state_keys.clone());
+        let mut start = PregelNode::new(
+            vec![start_channel],
+            Reads::Channel(start_channel),
+            None,
+            vec![
+                state_writer(select(&key_ids, &input_keys)),
+                control_writer(routing.clone()),
+            ],
+        );
+        start.set_hidden(true);
+        builder.add_node(START, start)?;
+
+        for (name, spec) in &self.nodes {
+            let reads = match &spec.input_keys {
+                Some(keys) => select(&key_ids, keys),
+                None => key_ids.clone(),
+            };
+            let mut node = PregelNode::new(
+                vec![branch_channels[name]],
+                Reads::Map(reads),
+                Some(spec.func.clone()),
+                vec![
+                    state_writer(key_ids.clone()),
+                    control_writer(routing.clone()),
+                ],
+            );
+            node.set_retry(spec.retry.clone());
+            node.set_metadata(spec.metadata.clone());
+            builder.add_node(name, node)?;
+        }
+
+        for (start, end) in &self.edges {
+            if end == END {
+                continue;
+            }
+            let target = branch_channels[end];
+            node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
+                writes.push((target, Value::null()));
+                Ok(())
+            }));
+        }
+
+        for (starts, end) in &self.waiting_edges {
+            if end == END {
+                continue;
+            }
+            let channel = format!("join:{}:{end}", starts.join("+"));
+            let id = if self.nodes[end].defer {
+                builder.add_channel(
+                    &channel,
+                    NamedBarrierValueAfterFinish::new(starts.iter().cloned()),
+                )?
+            } else {
+                builder.add_channel(&channel, NamedBarrierValue::new(starts.iter().cloned()))?
+            };
+            node_mut(&mut builder, end)?.add_trigger(id);
+            for start in starts {
+                let name = Value::new(start.clone());
+                node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
+                    writes.push((id, name.clone()));
+                    Ok(())
+                }));
+            }
+        }
+
+        for (source, branches) in &self.branches {
+            let reads = match self
+                .nodes
+                .get(source)
+                .and_then(|spec| spec.input_keys.as_ref())
+            {
+                Some(keys) => select(&key_ids, keys),
+                None => key_ids.clone(),
+            };
+            for (_, branch) in branches {
+                let writer = branch_writer(branch.clone(), reads.clone(), routing.clone());
+                node_mut(&mut builder, source)?.add_writer(writer);
+            }
+        }
+
+        let output_keys = self
+            .output_keys
+            .clone()
+            .unwrap_or_else(|| state_keys.clone());
+        let builder = builder
+            .input(START)
+            .output(IoSpec::Many(output_keys))
+            .stream_channels(IoSpec::Many(state_keys));
+        Ok(CompiledStateGraph::new(builder.build()?, self))
+    }
+}
+
+fn node_mut<'a>(
+    builder: &'a mut PregelBuilder,
+    name: &str,
+) -> Result<&'a mut PregelNode, GraphError> {
+    builder
+        .node_mut(name)
+        .ok_or_else(|| GraphError::UnknownSource(name.to_owned()))
+}
+
+fn select(key_ids: &[(Arc<str>, ChannelId)], keys: &[String]) -> Vec<(Arc<str>, ChannelId)> {
+    key_ids
+        .iter()
+        .filter(|(key, _)| keys.iter().any(|k| **k == **key))
+        .cloned()
+        .collect()
+}
+
+/// Where routing writes go.
+struct Routing {
+    branch_channels: std::collections::BTreeMap<String, ChannelId>,
+    tasks_channel: ChannelId,
+}
+
+impl Routing {
+    /// The write that runs `node` next; `None` for `END`, and for an unknown
+    /// node (LangGraph logs and drops such a write).
+    fn goto(&self, node: &str) -> Option<(ChannelId, Value)> {
+        if node == END {
+            return None;
+        }
+        match self.branch_channels.get(node) {
+            Some(channel) => Some((*channel, Value::null())),
+            None => {
+                tracing::warn!("ignoring a route to unknown node {node:?}");
+                None
+            }
+        }
+    }
+}
+
+/// Writes a node's state update to the given keys (LangGraph's `_get_updates`).
+fn state_writer(keys: Vec<(Arc<str>, ChannelId)>) -> Writer {
+    Arc::new(move |ctx: &WriteContext<'_>, writes| collect_updates(ctx.output(), &keys, writes))
+}
+
+fn collect_updates(
+    output: &NodeOutput,
+    keys: &[(Arc<str>, ChannelId)],
+    writes: &mut Vec<(ChannelId, Value)>,
+) -> Result<(), PregelError> {
+    let mut push = |key: &str, value: &Value| {
+        if let Some((_, channel)) = keys.iter().find(|(k, _)| &**k == key) {
+            writes.push((*channel, value.clone()));
+        }
+    };
+    match output {
+        NodeOutput::None => {}
+        NodeOutput::Value(value) => {
+            if let Some(values) = value.downcast_ref::<StateValues>() {
+                for (key, value) in values.iter() {
+                    push(key, value);
+                }
+            } else if let Some(serde_json::Value::Object(map)) = value.as_json() {
+                for (key, value) in map {
+                    push(key, &Value::from_json(value.clone()));
+                }
+            } else {
+                let shown = value
+                    .to_json()
+                    .map_or_else(|_| value.type_name().to_owned(), |j| j.to_string());
+                return Err(PregelError::InvalidUpdate(format!(
+                    "Expected dict, got {shown}\nFor troubleshooting, visit: https://docs.langchain.com/oss/python/langgraph/errors/INVALID_GRAPH_NODE_RETURN_VALUE"
+                )));
+            }
+        }
+        NodeOutput::Command(command) => {
+            if command.graph == CommandGraph::Current {
+                for (key, value) in &command.update {
+                    push(key, value);
+                }
+            }
+        }
+        NodeOutput::Many(outputs) => {
+            for output in outputs {
+                collect_updates(output, keys, writes)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes a `Command`'s destinations (LangGraph's `_control_branch`).
+fn control_writer(routing: Arc<Routing>) -> Writer {
+    Arc::new(move |ctx: &WriteContext<'_>, writes| {
+        let commands: Vec<&stategraph_pregel::Command> = match ctx.output() {
+            NodeOutput::Command(command) => vec![command],
+            NodeOutput::Many(outputs) => outputs
+                .iter()
+                .filter_map(|o| match o {
+                    NodeOutput::Command(command) => Some(command),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for command in commands {
+            if command.graph == CommandGraph::Parent {
+                return Err(PregelError::InvalidGraph(
+                    "Command(graph=PARENT) needs a parent graph; subgraphs arrive with the subgraph support".into(),
+                ));
+            }
+            for goto in &command.goto {
+                match goto {
+                    Goto::Node(node) => writes.extend(routing.goto(node)),
+                    Goto::Send(send) => {
+                        writes.push((routing.tasks_channel, Value::new(send.clone())))
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Evaluates a conditional edge on the state with the node's own writes applied.
+fn branch_writer(
+    branch: Branch,
+    reads: Vec<(Arc<str>, ChannelId)>,
+    routing: Arc<Routing>,
+) -> Writer {
+    Arc::new(move |ctx: &WriteContext<'_>, writes| {
+        let state = ctx.read_fresh(&reads, writes)?;
+        let routes = (branch.router)(Value::new(state)).map_err(|error| PregelError::Node {
+            node: ctx.node().to_owned(),
+            error,
+        })?;
+        for route in routes {
+            match route {
+                Route::Send(send) => {
+                    if send.node == END {
+                        return Err(PregelError::InvalidUpdate(
+                            "Cannot send a packet to the END node".into(),
+                        ));
+                    }
+                    writes.push((routing.tasks_channel, Value::new(send)));
+                }
+                Route::To(key) => {
+                    let node = match &branch.path_map {
+                        Some(map) => map.get(&key).cloned().ok_or_else(|| PregelError::Node {
+                            node: ctx.node().to_owned(),
+                            error: NodeError::new("KeyError", format!("'{key}'")),
+                        })?,
+                        None => key,
+                    };
+                    if node == START {
+                        return Err(PregelError::Node {
+                            node: ctx.node().to_owned(),
+                            error: NodeError::new(
+                                "ValueError",
+                                "Branch did not return a valid destination",
+                            ),
+                        });
+                    }
+                    writes.extend(routing.goto(&node));
+                }
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,265 @@
+//! Adapters that turn plain async functions into graph nodes and routers.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use stategraph_core::Value;
+use stategraph_pregel::{Command, NodeError, NodeFn, NodeOutput, Send, StateValues, TaskContext};
+
+/// Builds a node's input from what the runtime hands it: the state (a map of
+/// the node's input keys) for a node triggered by edges, or the argument of a
+/// `Send`.
+///
+/// Implemented for [`StateValues`] (zero-copy), for [`Value`], and for any
+/// deserializable type (decoded from the state's JSON form, or taken as is
+/// when a `Send` carried exactly that type).
+pub trait FromInput: Sized + std::marker::Send + 'static {
+    /// Converts the input.
+    ///
+    /// # Errors
+    /// The input does not have the shape of `Self`.
+    fn from_input(input: Value) -> Result<Self, NodeError>;
+}
+
+/// Any deserializable input type: [`StateValues`] (zero-copy: the state map
+/// itself), `serde_json::Value`, [`Value`], or your own types (decoded from
+/// the state's JSON form, or taken as is when a `Send` carried that type).
+impl<T: DeserializeOwned + Clone + std::marker::Send + Sync + 'static> FromInput for T {
+    fn from_input(input: Value) -> Result<Self, NodeError> {
+        Ok(input.decode_owned::<T>()?)
+    }
+}
+
+/// What a node function may return: nothing, a state update, or a `Command`.
+pub trait IntoNodeOutput {
+    /// Converts into the runtime's output.
+    fn into_node_output(self) -> NodeOutput;
+}
+
+impl IntoNodeOutput for NodeOutput {
+    fn into_node_output(self) -> NodeOutput {
+        self
+    }
+}
+
+impl IntoNodeOutput for () {
+    fn into_node_output(self) -> NodeOutput {
+        NodeOutput::None
+    }
+}
+
+/// A JSON object is a state update (`{key: value}`); `null` is no update;
+/// anything else is rejected when the writes are computed (LangGraph's
+/// "Expected dict" error).
+impl IntoNodeOutput for serde_json::Value {
+    fn into_node_output(self) -> NodeOutput {
+        match self {
+            serde_json::Value::Null => NodeOutput::None,
+            serde_json::Value::Object(map) => NodeOutput::Value(Value::new(StateValues(
+                map.into_iter()
+                    .map(|(k, v)| (Arc::from(k.as_str()), Value::from_json(v)))
+                    .collect(),
+            ))),
+            other => NodeOutput::Value(Value::from_json(other)),
+        }
+    }
+}
+
+impl IntoNodeOutput for StateValues {
+    fn into_node_output(self) -> NodeOutput {
+        NodeOutput::Value(Value::new(self))
+    }
+}
+
+impl IntoNodeOutput for Command {
+    fn into_node_output(self) -> NodeOutput {
+        NodeOutput::Command(self)
+    }
+}
+
+impl IntoNodeOutput for Vec<Command> {
+    fn into_node_output(self) -> NodeOutput {
+        NodeOutput::Many(self.into_iter().map(NodeOutput::Command).collect())
+    }
+}
+
+impl<T: IntoNodeOutput> IntoNodeOutput for Option<T> {
+    fn into_node_output(self) -> NodeOutput {
+        self.map_or(NodeOutput::None, IntoNodeOutput::into_node_output)
+    }
+}
+
+/// Marker for node functions taking only their input.
+pub struct InputOnly;
+/// Marker for node functions taking their input and the task context.
+pub struct WithContext;
+
+/// An async function usable as a node: `async fn(input) -> Result<output>` or
+/// `async fn(input, TaskContext) -> Result<output>`.
+pub trait IntoNode<Marker>: std::marker::Send + Sync + 'static {
+    /// Boxes the function for the runtime.
+    fn into_node_fn(self) -> NodeFn;
+}
+
+impl<F, I, Fut, O, E> IntoNode<(InputOnly, I, O, E)> for F
+where
+    F: Fn(I) -> Fut + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    Fut: Future<Output = Result<O, E>> + std::marker::Send + 'static,
+    O: IntoNodeOutput + 'static,
+    E: Into<NodeError> + 'static,
+{
+    fn into_node_fn(self) -> NodeFn {
+        let f = Arc::new(self);
+        Arc::new(move |input: Value, _ctx: TaskContext| {
+            let f = f.clone();
+            Box::pin(async move {
+                let input = I::from_input(input)?;
+                f(input)
+                    .await
+                    .map(IntoNodeOutput::into_node_output)
+                    .map_err(Into::into)
+            })
+        })
+    }
+}
+
+impl<F, I, Fut, O, E> IntoNode<(WithContext, I, O, E)> for F
+where
+    F: Fn(I, TaskContext) -> Fut + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    Fut: Future<Output = Result<O, E>> + std::marker::Send + 'static,
+    O: IntoNodeOutput + 'static,
+    E: Into<NodeError> + 'static,
+{
+    fn into_node_fn(self) -> NodeFn {
+        let f = Arc::new(self);
+        Arc::new(move |input: Value, ctx: TaskContext| {
+            let f = f.clone();
+            Box::pin(async move {
+                let input = I::from_input(input)?;
+                f(input, ctx)
+                    .await
+                    .map(IntoNodeOutput::into_node_output)
+                    .map_err(Into::into)
+            })
+        })
+    }
+}
+
+/// One destination chosen by a router.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    /// A node name, or a key of the branch's path map.
+    To(String),
+    /// A `Send` (map-reduce fan-out).
+    Send(Send),
+}
+
+/// What a router may return: a name, several names, `Send`s, or a mix.
+pub trait IntoRoutes {
+    /// The destinations.
+    fn into_routes(self) -> Vec<Route>;
+}
+
+impl IntoRoutes for &str {
+    fn into_routes(self) -> Vec<Route> {
+        vec![Route::To(self.to_owned())]
+    }
+}
+
+impl IntoRoutes for String {
+    fn into_routes(self) -> Vec<Route> {
+        vec![Route::To(self)]
+    }
+}
+
+impl IntoRoutes for bool {
+    fn into_routes(self) -> Vec<Route> {
+        vec![Route::To(if self { "True" } else { "False" }.to_owned())]
+    }
+}
+
+impl IntoRoutes for Send {
+    fn into_routes(self) -> Vec<Route> {
+        vec![Route::Send(self)]
+    }
+}
+
+impl IntoRoutes for Route {
+    fn into_routes(self) -> Vec<Route> {
+        vec![self]
+    }
+}
+
+impl<T: IntoRoutes> IntoRoutes for Vec<T> {
+    fn into_routes(self) -> Vec<Route> {
+        self.into_iter().flat_map(IntoRoutes::into_routes).collect()
+    }
+}
+
+impl<T: IntoRoutes, const N: usize> IntoRoutes for [T; N] {
+    fn into_routes(self) -> Vec<Route> {
+        self.into_iter().flat_map(IntoRoutes::into_routes).collect()
+    }
+}
+
+/// A router: reads the state (with its node's own writes applied) and returns
+/// destinations. Any [`FromInput`] type can be its input.
+pub type RouterFn = Arc<dyn Fn(Value) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync>;
+
+/// A function usable as a router: `fn(&input) -> routes` or `fn(input) -> routes`.
+pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
+    /// Boxes the router.
+    fn into_router(self) -> RouterFn;
+}
+
+/// Marker for routers taking their input by reference.
+pub struct ByRef;
+/// Marker for routers taking their input by value.
+pub struct ByValue;
+
+impl<F, I, R> IntoRouter<(ByRef, I, R)> for F
+where
+    F: Fn(&I) -> R + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    R: IntoRoutes,
+{
+    fn into_router(self) -> RouterFn {
+        Arc::new(move |input| Ok(self(&I::from_input(input)?).into_routes()))
+    }
+}
+
+impl<F, I, R> IntoRouter<(ByValue, I, R)> for F
+where
+    F: Fn(I) -> R + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    R: IntoRoutes,
+{
+    fn into_router(self) -> RouterFn {
+        Arc::new(move |input| Ok(self(I::from_input(input)?).into_routes()))
+    }
+}
+
+/// Marker for a compiled graph used as a node.
+pub struct Subgraph;
+
+/// A compiled graph is a node: it runs on the node's input (the parent's
+/// state, or a `Send` argument) and its output (the subgraph's final state,
+/// filtered to its output keys) becomes the node's update.
+impl IntoNode<Subgraph> for crate::CompiledStateGraph {
+    fn into_node_fn(self) -> NodeFn {
+        Arc::new(move |input: Value, ctx: TaskContext| {
+            let graph = self.clone();
+            Box::pin(async move {
+                let config = ctx.config().clone();
+                let output = graph
+                    .invoke(input, &config)
+                    .await
+                    .map_err(|err| NodeError::new(err.class().to_owned(), err.to_string()))?;
+                Ok(NodeOutput::Value(output))
+            })
+        })
+    }
+}

@@ -1,0 +1,126 @@
+//! State schemas: the keys of a graph's state and the channel of each.
+
+use std::fmt;
+
+use stategraph_channels::{BinaryOperatorAggregate, Channel, LastValue, reducers};
+
+use crate::GraphError;
+
+/// The keys of a state and the channel that stores each one.
+///
+/// ```
+/// use stategraph_graph::Schema;
+///
+/// let schema = Schema::new()
+///     .last_value("subject")
+///     .reducer("jokes", stategraph_channels::reducers::json_add);
+/// assert_eq!(schema.keys().collect::<Vec<_>>(), ["subject", "jokes"]);
+/// ```
+#[derive(Default)]
+pub struct Schema {
+    keys: Vec<(String, Box<dyn Channel>)>,
+}
+
+impl Clone for Schema {
+    fn clone(&self) -> Self {
+        Self {
+            keys: self
+                .keys
+                .iter()
+                .map(|(k, c)| (k.clone(), c.boxed_clone()))
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.keys.iter().map(|(k, c)| (k, c)))
+            .finish()
+    }
+}
+
+impl Schema {
+    /// An empty schema.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a key stored in `channel` (replacing an earlier declaration of the key).
+    #[must_use]
+    pub fn key(mut self, name: impl Into<String>, channel: impl Channel) -> Self {
+        let name = name.into();
+        self.keys.retain(|(k, _)| *k != name);
+        self.keys.push((name, Box::new(channel)));
+        self
+    }
+
+    /// Adds a JSON key without reducer: one write per step, last value wins.
+    #[must_use]
+    pub fn last_value(self, name: impl Into<String>) -> Self {
+        self.key(name, LastValue::<serde_json::Value>::new())
+    }
+
+    /// Adds a JSON key folded with `reducer`, starting at `null` (so the first
+    /// write is kept as is).
+    #[must_use]
+    pub fn reducer(
+        self,
+        name: impl Into<String>,
+        reducer: impl Fn(serde_json::Value, serde_json::Value) -> serde_json::Value
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.key(name, BinaryOperatorAggregate::new(reducer))
+    }
+
+    /// Adds a JSON list key with Python's `operator.add` (list concatenation),
+    /// starting at `[]` as LangGraph's `Annotated[list, operator.add]`.
+    #[must_use]
+    pub fn append(self, name: impl Into<String>) -> Self {
+        self.key(name, ListAppend::channel())
+    }
+
+    /// The key names, in declaration order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// Whether the schema declares `key`.
+    pub fn contains(&self, key: &str) -> bool {
+        self.keys.iter().any(|(k, _)| k == key)
+    }
+
+    pub(crate) fn channels(&self) -> impl Iterator<Item = (&str, &dyn Channel)> {
+        self.keys.iter().map(|(k, c)| (k.as_str(), c.as_ref()))
+    }
+
+    pub(crate) fn check_keys<'a>(
+        &self,
+        what: &str,
+        keys: impl IntoIterator<Item = &'a String>,
+    ) -> Result<(), GraphError> {
+        for key in keys {
+            if !self.contains(key) {
+                return Err(GraphError::InvalidSchema(format!(
+                    "{what} key {key:?} is not a state key"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A JSON list channel that starts at `[]` and concatenates writes.
+struct ListAppend;
+
+impl ListAppend {
+    fn channel() -> BinaryOperatorAggregate<serde_json::Value> {
+        fn empty_list() -> serde_json::Value {
+            serde_json::Value::Array(Vec::new())
+        }
+        BinaryOperatorAggregate::with_initial(reducers::json_add, empty_list)
+    }
+}
