@@ -123,7 +123,7 @@ impl<T: StateValue> BinaryOperatorAggregate<T> {
         if let Some(inner) = value.as_json().and_then(overwrite_inner) {
             return decode_json::<T>(inner).map(Write::Overwrite);
         }
-        let value = match value.downcast_arc::<T>() {
+        let value = match value.try_live::<T>() {
             Ok(plain) => return Ok(Write::Plain(plain)),
             Err(value) => value,
         };

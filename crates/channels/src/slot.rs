@@ -1,61 +1,92 @@
 //! The storage cell most channels share: an optional shared value of type `T`.
 
+use std::any::{Any, TypeId};
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use stategraph_core::{StateValue, Value};
 
 use crate::{ChannelError, Result, decode};
 
-/// An optional `Arc<T>`; cloning shares the value.
-pub(crate) struct Slot<T>(Option<Arc<T>>);
+/// An optional value of type `T`, kept as the [`Value`] that was written
+/// (so storing and reading a live `T` never allocates); cloning shares it.
+pub(crate) struct Slot<T> {
+    // Invariant: a live `T` (or any value when `T` is `Value`).
+    value: Option<Value>,
+    _type: PhantomData<fn() -> T>,
+}
+
+fn is_value_type<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<Value>()
+}
 
 impl<T: StateValue> Slot<T> {
-    pub(crate) const EMPTY: Self = Self(None);
+    pub(crate) const EMPTY: Self = Self {
+        value: None,
+        _type: PhantomData,
+    };
 
     pub(crate) fn value(&self) -> Option<&T> {
-        self.0.as_deref()
+        if is_value_type::<T>() {
+            let any: &dyn Any = &self.value;
+            return any.downcast_ref::<Option<T>>().and_then(Option::as_ref);
+        }
+        self.value.as_ref()?.downcast_ref::<T>()
     }
 
     pub(crate) fn get(&self) -> Option<Value> {
-        self.0.clone().map(Value::from_arc)
+        self.value.clone()
     }
 
     pub(crate) fn shared(&self) -> Option<Arc<T>> {
-        self.0.clone()
+        self.value.clone()?.try_live::<T>().ok()
     }
 
     pub(crate) fn is_set(&self) -> bool {
-        self.0.is_some()
+        self.value.is_some()
     }
 
-    /// Stores a write, decoded to `T`.
+    /// Stores a write, decoded to `T` unless it already is one.
     pub(crate) fn set(&mut self, value: Value) -> Result<()> {
-        self.0 = Some(decode(value)?);
+        let stored = if is_value_type::<T>() || value.is::<T>() {
+            value
+        } else {
+            Value::from_arc(decode::<T>(value)?)
+        };
+        self.value = Some(stored);
         Ok(())
     }
 
     /// Empties the slot; returns whether it held a value.
     pub(crate) fn clear(&mut self) -> bool {
-        self.0.take().is_some()
+        self.value.take().is_some()
     }
 
     /// Replaces the content by a checkpointed value (`None` = empty).
     pub(crate) fn restore(&mut self, checkpoint: Option<Value>) -> Result<()> {
-        self.0 = checkpoint.map(decode).transpose()?;
-        Ok(())
+        match checkpoint {
+            Some(value) => self.set(value),
+            None => {
+                self.value = None;
+                Ok(())
+            }
+        }
     }
 }
 
 impl<T> Clone for Slot<T> {
     fn clone(&self) -> Self {
-        Self(self.0.clone())
+        Self {
+            value: self.value.clone(),
+            _type: PhantomData,
+        }
     }
 }
 
 impl<T> fmt::Debug for Slot<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() {
+        f.write_str(if self.value.is_some() {
             "Slot(set)"
         } else {
             "Slot(empty)"

@@ -39,7 +39,7 @@ impl<T: StateValue> Topic<T> {
     }
 
     fn flatten(value: Value, out: &mut Vec<T>) -> Result<()> {
-        let value = match value.downcast_arc::<T>() {
+        let value = match value.try_live::<T>() {
             Ok(item) => {
                 out.push(Arc::try_unwrap(item).unwrap_or_else(|shared| (*shared).clone()));
                 return Ok(());

@@ -91,14 +91,15 @@ pub struct Value(Arc<dyn Object>);
 impl Value {
     /// Wraps a live value (a `Value` is returned as is, never nested).
     pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
-        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Value>() {
-            let boxed: Box<dyn Any> = Box::new(value);
-            if let Ok(inner) = boxed.downcast::<Value>() {
-                return *inner;
-            }
-            unreachable!("the type id was checked");
+        let mut slot = Some(value);
+        let any: &mut dyn Any = &mut slot;
+        if let Some(inner) = any.downcast_mut::<Option<Value>>().and_then(Option::take) {
+            return inner;
         }
-        Self(Arc::new(value))
+        match slot {
+            Some(value) => Self(Arc::new(value)),
+            None => unreachable!("taken only when T is Value, which returned above"),
+        }
     }
 
     /// Wraps a live value that is already shared, without copying it (a
@@ -147,6 +148,16 @@ impl Value {
         } else {
             Err(self)
         }
+    }
+
+    /// The value as a shared live `T` without any conversion: the live value
+    /// when it is a `T`, the value itself when `T` is `Value`; otherwise the
+    /// value back. Never serializes.
+    pub fn try_live<T: Any + Send + Sync>(self) -> Result<Arc<T>, Self> {
+        if let Some(value) = self.as_value_type::<T>() {
+            return Ok(Arc::new(value));
+        }
+        self.downcast_arc::<T>()
     }
 
     /// The JSON inside, if this value holds plain JSON.
@@ -216,12 +227,9 @@ impl Value {
 
     /// `Some(self)` as a `T` when `T` is `Value` itself.
     fn as_value_type<T: 'static>(&self) -> Option<T> {
-        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Value>() {
-            let boxed: Box<dyn Any> = Box::new(self.clone());
-            boxed.downcast::<T>().ok().map(|value| *value)
-        } else {
-            None
-        }
+        let mut slot = Some(self.clone());
+        let any: &mut dyn Any = &mut slot;
+        any.downcast_mut::<Option<T>>().and_then(Option::take)
     }
 
     fn decode_from_json<T: DeserializeOwned>(&self) -> Result<T, ValueError> {
