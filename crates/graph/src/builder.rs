@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use stategraph_pregel::{NodeFn, RetryPolicy};
 
+use crate::compiled::CompiledStateGraph;
 use crate::node::{IntoNode, IntoRouter, RouterFn};
 use crate::schema::Schema;
 use crate::{END, GraphError, START};
@@ -15,18 +16,28 @@ pub struct NodeSpec {
     pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) defer: bool,
     pub(crate) destinations: Vec<String>,
+    /// Labels drawn on the edges to some destinations.
+    pub(crate) destination_labels: BTreeMap<String, String>,
     pub(crate) metadata: stategraph_core::JsonMap,
+    /// The compiled graph this node runs, when it is one (drawn expanded
+    /// with `get_graph(true)`).
+    pub(crate) subgraph: Option<CompiledStateGraph>,
 }
 
 impl NodeSpec {
     /// A node running `func`.
     pub fn new<M>(func: impl IntoNode<M>) -> Self {
+        let subgraph = (&func as &dyn std::any::Any)
+            .downcast_ref::<CompiledStateGraph>()
+            .cloned();
         Self {
+            subgraph,
             func: func.into_node_fn(),
             input_keys: None,
             retry: Vec::new(),
             defer: false,
             destinations: Vec::new(),
+            destination_labels: BTreeMap::new(),
             metadata: stategraph_core::JsonMap::new(),
         }
     }
@@ -63,6 +74,26 @@ impl NodeSpec {
     #[must_use]
     pub fn destinations<I: IntoIterator<Item = S>, S: Into<String>>(mut self, nodes: I) -> Self {
         self.destinations = nodes.into_iter().map(Into::into).collect();
+        self.destination_labels.clear();
+        self
+    }
+
+    /// Nodes this node may route to with a `Command`, each with the label
+    /// drawn on its edge (LangGraph's `destinations={node: label}`; for
+    /// drawing only).
+    #[must_use]
+    pub fn labeled_destinations<I, N, L>(mut self, destinations: I) -> Self
+    where
+        I: IntoIterator<Item = (N, L)>,
+        N: Into<String>,
+        L: Into<String>,
+    {
+        let (nodes, labels): (Vec<String>, Vec<String>) = destinations
+            .into_iter()
+            .map(|(node, label)| (node.into(), label.into()))
+            .unzip();
+        self.destination_labels = nodes.iter().cloned().zip(labels).collect();
+        self.destinations = nodes;
         self
     }
 
@@ -71,6 +102,26 @@ impl NodeSpec {
     pub fn metadata(mut self, metadata: stategraph_core::JsonMap) -> Self {
         self.metadata = metadata;
         self
+    }
+}
+
+/// A managed value: a state key whose value the runtime computes for each
+/// task instead of storing it in a channel (LangGraph's `ManagedValue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Managed {
+    /// Steps left before the recursion limit (`RemainingSteps`).
+    RemainingSteps,
+    /// Whether one step remains (`IsLastStep`).
+    IsLastStep,
+}
+
+impl Managed {
+    /// The value a task sees, given its remaining steps.
+    pub(crate) fn value(self, remaining_steps: i64) -> serde_json::Value {
+        match self {
+            Self::RemainingSteps => remaining_steps.into(),
+            Self::IsLastStep => (remaining_steps == 1).into(),
+        }
     }
 }
 
@@ -108,6 +159,7 @@ pub struct StateGraph {
     pub(crate) schema: Schema,
     pub(crate) input_keys: Option<Vec<String>>,
     pub(crate) output_keys: Option<Vec<String>>,
+    pub(crate) managed: Vec<(String, Managed)>,
     pub(crate) nodes: BTreeMap<String, NodeSpec>,
     // Insertion order of nodes (drawing and error messages follow it).
     pub(crate) node_order: Vec<String>,
@@ -123,12 +175,19 @@ impl StateGraph {
             schema,
             input_keys: None,
             output_keys: None,
+            managed: Vec::new(),
             nodes: BTreeMap::new(),
             node_order: Vec::new(),
             edges: BTreeSet::new(),
             waiting_edges: BTreeSet::new(),
             branches: BTreeMap::new(),
         }
+    }
+
+    /// A graph over the typed state `S`: its derived schema, one key per
+    /// field (see [`State`](trait@crate::State)).
+    pub fn typed<S: crate::State>() -> Self {
+        Self::new(S::schema())
     }
 
     /// Restricts which keys the graph input may set (LangGraph's `input_schema`);
@@ -157,6 +216,38 @@ impl StateGraph {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
         self.schema.check_keys("output", &keys)?;
         self.output_keys = Some(keys);
+        Ok(self)
+    }
+
+    /// Adds a managed key holding the steps left before the recursion limit
+    /// (LangGraph's `RemainingSteps` annotation): nodes and routers read it
+    /// like a state key, but it is not stored, not part of the graph's input
+    /// or output, and writes to it are ignored. It goes from `limit - 1` in
+    /// the first step after the input down to 0.
+    ///
+    /// # Errors
+    /// The key is a state key or a managed key already.
+    pub fn with_remaining_steps(self, key: impl Into<String>) -> Result<Self, GraphError> {
+        self.with_managed(key.into(), Managed::RemainingSteps)
+    }
+
+    /// Adds a managed key that is `true` when one step remains before the
+    /// recursion limit (LangGraph's `IsLastStep` annotation; it is `false`
+    /// again in the very last step). See [`StateGraph::with_remaining_steps`].
+    ///
+    /// # Errors
+    /// The key is a state key or a managed key already.
+    pub fn with_is_last_step(self, key: impl Into<String>) -> Result<Self, GraphError> {
+        self.with_managed(key.into(), Managed::IsLastStep)
+    }
+
+    fn with_managed(mut self, key: String, kind: Managed) -> Result<Self, GraphError> {
+        if self.schema.contains(&key) || self.managed.iter().any(|(k, _)| *k == key) {
+            return Err(GraphError::InvalidSchema(format!(
+                "key {key:?} is declared twice"
+            )));
+        }
+        self.managed.push((key, kind));
         Ok(self)
     }
 
@@ -190,8 +281,12 @@ impl StateGraph {
             return Err(GraphError::DuplicateNode(name.to_owned()));
         }
         if let Some(keys) = &spec.input_keys {
+            // A node may read managed keys too.
+            let stored = keys
+                .iter()
+                .filter(|key| !self.managed.iter().any(|(k, _)| k == *key));
             self.schema
-                .check_keys(&format!("node {name:?} input"), keys)?;
+                .check_keys(&format!("node {name:?} input"), stored)?;
         }
         self.nodes.insert(name.to_owned(), spec);
         self.node_order.push(name.to_owned());

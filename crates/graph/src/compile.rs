@@ -14,11 +14,11 @@ use stategraph_channels::{
 };
 use stategraph_core::Value;
 use stategraph_pregel::{
-    ChannelId, CommandGraph, Goto, IoSpec, NodeError, NodeOutput, Pregel, PregelBuilder,
-    PregelError, PregelNode, Reads, StateValues, WriteContext, Writer, names,
+    ChannelId, CommandGraph, Goto, IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelBuilder,
+    PregelError, PregelNode, Reads, StateValues, TaskContext, WriteContext, Writer, names,
 };
 
-use crate::builder::{Branch, StateGraph};
+use crate::builder::{Branch, Managed, StateGraph};
 use crate::compiled::CompiledStateGraph;
 use crate::node::Route;
 use crate::{END, GraphError, START};
@@ -90,7 +90,10 @@ impl StateGraph {
             let mut node = PregelNode::new(
                 vec![branch_channels[name]],
                 Reads::Map(reads),
-                Some(spec.func.clone()),
+                Some(with_managed(
+                    spec.func.clone(),
+                    self.managed_keys(spec.input_keys.as_deref()),
+                )),
                 vec![
                     state_writer(key_ids.clone()),
                     control_writer(routing.clone()),
@@ -144,8 +147,18 @@ impl StateGraph {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),
             };
+            let managed = self.managed_keys(
+                self.nodes
+                    .get(source)
+                    .and_then(|spec| spec.input_keys.as_deref()),
+            );
             for (_, branch) in branches {
-                let writer = branch_writer(branch.clone(), reads.clone(), routing.clone());
+                let writer = branch_writer(
+                    branch.clone(),
+                    reads.clone(),
+                    managed.clone(),
+                    routing.clone(),
+                );
                 node_mut(&mut builder, source)?.add_writer(writer);
             }
         }
@@ -160,6 +173,47 @@ impl StateGraph {
             .stream_channels(IoSpec::Many(state_keys));
         Ok(CompiledStateGraph::new(builder.build()?, self))
     }
+}
+
+impl StateGraph {
+    /// The managed keys a reader of `input_keys` (all keys when `None`) sees.
+    fn managed_keys(&self, input_keys: Option<&[String]>) -> Vec<(Arc<str>, Managed)> {
+        self.managed
+            .iter()
+            .filter(|(key, _)| input_keys.is_none_or(|keys| keys.contains(key)))
+            .map(|(key, kind)| (Arc::from(key.as_str()), *kind))
+            .collect()
+    }
+}
+
+/// Adds the managed values to the state a PULL task reads (LangGraph's
+/// `_proc_input`); a PUSH task's input is its `Send` argument, left as is.
+fn with_managed(func: NodeFn, managed: Vec<(Arc<str>, Managed)>) -> NodeFn {
+    if managed.is_empty() {
+        return func;
+    }
+    Arc::new(move |input: Value, ctx: TaskContext| {
+        let input = match input.downcast_ref::<StateValues>() {
+            Some(state) if !ctx.is_push() => {
+                Value::new(add_managed(state.clone(), &managed, ctx.remaining_steps()))
+            }
+            _ => input,
+        };
+        func(input, ctx)
+    })
+}
+
+fn add_managed(
+    mut state: StateValues,
+    managed: &[(Arc<str>, Managed)],
+    remaining_steps: i64,
+) -> StateValues {
+    for (key, kind) in managed {
+        state
+            .0
+            .push((key.clone(), Value::from_json(kind.value(remaining_steps))));
+    }
+    state
 }
 
 fn node_mut<'a>(
@@ -265,7 +319,7 @@ fn control_writer(routing: Arc<Routing>) -> Writer {
                     _ => None,
                 })
                 .collect(),
-            _ => Vec::new(),
+            _ => return Ok(()),
         };
         for command in commands {
             if command.graph == CommandGraph::Parent {
@@ -290,10 +344,15 @@ fn control_writer(routing: Arc<Routing>) -> Writer {
 fn branch_writer(
     branch: Branch,
     reads: Vec<(Arc<str>, ChannelId)>,
+    managed: Vec<(Arc<str>, Managed)>,
     routing: Arc<Routing>,
 ) -> Writer {
     Arc::new(move |ctx: &WriteContext<'_>, writes| {
-        let state = ctx.read_fresh(&reads, writes)?;
+        let state = add_managed(
+            ctx.read_fresh(&reads, writes)?,
+            &managed,
+            ctx.remaining_steps(),
+        );
         let routes = (branch.router)(Value::new(state)).map_err(|error| PregelError::Node {
             node: ctx.node().to_owned(),
             error,

@@ -1,11 +1,13 @@
 //! A compiled `StateGraph`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_pregel::{Input, Pregel, Result, RunStream, StreamModes};
 
 use crate::builder::StateGraph;
+use crate::draw::{DrawableGraph, GraphStructure};
 
 /// A runnable graph (LangGraph's `CompiledStateGraph`).
 ///
@@ -13,6 +15,7 @@ use crate::builder::StateGraph;
 #[derive(Clone)]
 pub struct CompiledStateGraph {
     pregel: Pregel,
+    structure: Arc<GraphStructure>,
 }
 
 impl fmt::Debug for CompiledStateGraph {
@@ -24,8 +27,34 @@ impl fmt::Debug for CompiledStateGraph {
 }
 
 impl CompiledStateGraph {
-    pub(crate) fn new(pregel: Pregel, _graph: &StateGraph) -> Self {
-        Self { pregel }
+    pub(crate) fn new(pregel: Pregel, graph: &StateGraph) -> Self {
+        Self {
+            pregel,
+            structure: Arc::new(GraphStructure::from_builder(graph)),
+        }
+    }
+
+    /// The builder's nodes and edges, kept for drawing.
+    pub(crate) fn structure(&self) -> &Arc<GraphStructure> {
+        &self.structure
+    }
+
+    /// The graph's nodes and edges, ready to draw (LangGraph's `get_graph`).
+    ///
+    /// With `xray`, nodes that run a compiled graph are replaced by that
+    /// graph's nodes (ids `node:child`), at every depth; see
+    /// [`get_graph_xray_depth`](Self::get_graph_xray_depth) to stop earlier.
+    /// Edges are found as LangGraph finds them: conditional edges need a
+    /// path map to be drawn, and `Command` routing needs the node's
+    /// [`destinations`](crate::NodeSpec::destinations).
+    pub fn get_graph(&self, xray: bool) -> DrawableGraph {
+        self.get_graph_xray_depth(if xray { usize::MAX } else { 0 })
+    }
+
+    /// [`get_graph`](Self::get_graph) expanding subgraphs only `depth`
+    /// levels deep (LangGraph's `xray=depth`); 0 expands none.
+    pub fn get_graph_xray_depth(&self, depth: usize) -> DrawableGraph {
+        self.structure.drawable(depth)
     }
 
     /// The underlying Pregel graph.
@@ -39,6 +68,28 @@ impl CompiledStateGraph {
     /// What stopped the run.
     pub async fn invoke(&self, input: impl Into<Input>, config: &RunnableConfig) -> Result<Value> {
         self.pregel.invoke(input, config).await
+    }
+
+    /// Runs the graph on a typed state and returns the final state
+    /// (see [`State`](trait@crate::State)).
+    ///
+    /// The input's fields are moved into the graph as live values (no
+    /// serialization); the output is read back without copying what the run
+    /// no longer shares. Keys missing from the output (an ephemeral or topic
+    /// key outside its step, a key outside the output keys) read as their
+    /// type's default.
+    ///
+    /// # Errors
+    /// What stopped the run, or an output value that does not decode to its
+    /// field's type.
+    pub async fn invoke_typed<S: crate::State>(
+        &self,
+        input: S,
+        config: &RunnableConfig,
+    ) -> Result<S> {
+        let input: stategraph_pregel::StateValues = S::Update::from(input).into();
+        let output = self.invoke(Value::new(input), config).await?;
+        Ok(crate::state::from_output::<S>(output)?)
     }
 
     /// Runs the graph, streaming chunks of the requested modes.

@@ -75,6 +75,7 @@ pub struct WriteContext<'a> {
     pub(crate) graph: &'a crate::graph::GraphShape,
     pub(crate) reader: &'a dyn FreshReader,
     pub(crate) node: &'a str,
+    pub(crate) remaining_steps: i64,
 }
 
 /// Reads channels with the current task's own writes applied (what a
@@ -97,6 +98,13 @@ impl WriteContext<'_> {
     /// The node's name.
     pub fn node(&self) -> &str {
         self.node
+    }
+
+    /// Steps left before the recursion limit, as the task that produced the
+    /// output saw them (LangGraph's `RemainingSteps`, which conditional edges
+    /// read too).
+    pub fn remaining_steps(&self) -> i64 {
+        self.remaining_steps
     }
 
     /// The id of a channel, if the graph has it.
@@ -311,6 +319,42 @@ impl Sink {
     }
 }
 
+/// What a task id is computed from: the run, the step and the task path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskIdSeed {
+    pub(crate) run: u64,
+    pub(crate) step: i64,
+    // `None` for a pull task, the `Send` index for a push task.
+    pub(crate) push: Option<usize>,
+}
+
+impl TaskIdSeed {
+    /// A deterministic task id: xxh3-128 of the run, step, node and task
+    /// path, laid out like a UUID.
+    pub(crate) fn task_id(&self, node: &str) -> String {
+        let mut bytes = Vec::with_capacity(64);
+        bytes.extend_from_slice(&self.run.to_le_bytes());
+        bytes.extend_from_slice(&self.step.to_le_bytes());
+        bytes.extend_from_slice(node.as_bytes());
+        match self.push {
+            None => bytes.extend_from_slice(crate::names::PULL.as_bytes()),
+            Some(idx) => {
+                bytes.extend_from_slice(crate::names::PUSH.as_bytes());
+                bytes.extend_from_slice(&idx.to_le_bytes());
+            }
+        }
+        let hex = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
+    }
+}
+
 /// What a node function can see and do besides its input: its name, the
 /// step, the run configuration, and a writer for `custom` stream chunks.
 #[derive(Clone)]
@@ -322,9 +366,12 @@ pub struct TaskContext {
 pub(crate) struct TaskInfo {
     pub(crate) node: Arc<str>,
     pub(crate) step: i64,
-    pub(crate) task_id: String,
+    // Computed on first use: most tasks never need their id.
+    pub(crate) task_id: std::sync::OnceLock<String>,
+    pub(crate) task_id_seed: TaskIdSeed,
     pub(crate) config: Arc<RunnableConfig>,
     pub(crate) remaining_steps: i64,
+    pub(crate) push: bool,
 }
 
 impl TaskContext {
@@ -340,7 +387,9 @@ impl TaskContext {
 
     /// The task id.
     pub fn task_id(&self) -> &str {
-        &self.inner.task_id
+        self.inner
+            .task_id
+            .get_or_init(|| self.inner.task_id_seed.task_id(&self.inner.node))
     }
 
     /// The run configuration.
@@ -348,9 +397,24 @@ impl TaskContext {
         &self.inner.config
     }
 
-    /// Steps left before the recursion limit (LangGraph's `RemainingSteps`).
+    /// Steps left before the recursion limit (LangGraph's `RemainingSteps`):
+    /// `limit - 1` in the first step after the input, 0 in the last one.
     pub fn remaining_steps(&self) -> i64 {
         self.inner.remaining_steps
+    }
+
+    /// Whether this is the step before the last one the recursion limit
+    /// allows (LangGraph's `IsLastStep`: true when one step remains, false in
+    /// the very last step).
+    pub fn is_last_step(&self) -> bool {
+        self.inner.remaining_steps == 1
+    }
+
+    /// Whether the task was created by a `Send` (a PUSH task, whose input is
+    /// the `Send`'s argument) rather than triggered by channels (a PULL task,
+    /// whose input is read from the channels).
+    pub fn is_push(&self) -> bool {
+        self.inner.push
     }
 
     /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
@@ -364,7 +428,7 @@ impl fmt::Debug for TaskContext {
         f.debug_struct("TaskContext")
             .field("node", &self.inner.node)
             .field("step", &self.inner.step)
-            .field("task_id", &self.inner.task_id)
+            .field("task_id", &self.task_id())
             .finish()
     }
 }

@@ -24,7 +24,8 @@ use stategraph_core::{RunnableConfig, Value};
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, Reads, Sink, StateValues, TaskContext, TaskInfo, WriteContext,
+    FreshReader, NodeOutput, Reads, Sink, StateValues, TaskContext, TaskIdSeed, TaskInfo,
+    WriteContext,
 };
 use crate::retry;
 use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
@@ -316,7 +317,7 @@ impl Loop {
                     writes
                 }
             },
-            Input::Command(command) => self.command_writes(command)?,
+            Input::Command(command) => return self.apply_command_input(command),
             Input::Resume => {
                 return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
             }
@@ -331,6 +332,56 @@ impl Loop {
             writes,
         };
         self.apply(std::slice::from_mut(&mut input_task), false)
+    }
+
+    /// A `Command` as the input of a fresh thread, as LangGraph 1.2.22 runs it
+    /// (README semantics #9, trace 08 `command_input`): the command's writes
+    /// (`goto`, then `update`) are applied as the input's writes; the tasks
+    /// they would trigger are discarded (marked as seen, their trigger values
+    /// cleared); then the command itself is written to the input channel like
+    /// any other input. The input node therefore applies the `update` a second
+    /// time (a reducer key gets it twice), follows the `goto` and fires its own
+    /// edges, and the `goto` targets run in the step after it. This upstream
+    /// quirk is copied on purpose so that graphs behave as in Python.
+    /// (Once checkpoints exist, a `Command` on a thread with a checkpoint
+    /// takes the resume path instead: its writes are applied once.)
+    ///
+    /// A graph with several input channels (a raw `Pregel`) gets only the
+    /// command's writes (LangGraph raises a `TypeError` there), and so does a
+    /// graph whose typed input channel cannot hold a command.
+    fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
+        let writes = self.command_writes(command.clone())?;
+        if writes.is_empty() {
+            return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+        }
+        let mut null_task = Task {
+            node: usize::MAX,
+            path: TaskPath::Push(usize::MAX),
+            input: Value::null(),
+            writes,
+        };
+        let updated = self.apply(std::slice::from_mut(&mut null_task), false)?;
+        let IoChannels::One(input) = self.graph.input else {
+            return Ok(updated);
+        };
+        let command = Value::new(InputCommand(command));
+        if self.channels[input]
+            .boxed_clone()
+            .update(vec![command.clone()])
+            .is_err()
+        {
+            return Ok(updated);
+        }
+        // The discarded tasks have no writes; applying them records what
+        // they saw and lets the trigger values expire.
+        let mut tasks = self.prepare_tasks(&updated)?;
+        tasks.push(Task {
+            node: usize::MAX,
+            path: TaskPath::Push(usize::MAX),
+            input: Value::null(),
+            writes: vec![(input, command)],
+        });
+        self.apply(&mut tasks, true)
     }
 
     fn command_writes(&self, command: Command) -> Result<Vec<(ChannelId, Value)>> {
@@ -432,11 +483,20 @@ impl Loop {
         let node = self.graph.shape.node_name(task.node).clone();
         TaskContext {
             inner: Arc::new(TaskInfo {
-                task_id: task_id(self.run_seed, self.step, &node, &task.path),
+                task_id: std::sync::OnceLock::new(),
+                task_id_seed: TaskIdSeed {
+                    run: self.run_seed,
+                    step: self.step,
+                    push: match task.path {
+                        TaskPath::Pull(_) => None,
+                        TaskPath::Push(idx) => Some(idx),
+                    },
+                },
                 node,
                 step: self.step,
                 config: self.config.clone(),
                 remaining_steps: self.stop - self.step,
+                push: matches!(task.path, TaskPath::Push(_)),
             }),
             sink: self.sink.clone(),
         }
@@ -455,7 +515,7 @@ impl Loop {
                 )
                 .await
                 .map_err(|error| self.node_error(task.node, error))?,
-                None => NodeOutput::Value(task.input.clone()),
+                None => passthrough(&task.input),
             };
             self.finish_task(task, &output)?;
             return Ok(());
@@ -475,7 +535,7 @@ impl Loop {
                     );
                 }
                 None => {
-                    let output = NodeOutput::Value(task.input.clone());
+                    let output = passthrough(&task.input);
                     self.finish_task(task, &output)?;
                 }
             }
@@ -503,6 +563,7 @@ impl Loop {
             graph: &self.graph.shape,
             reader: self,
             node: name,
+            remaining_steps: self.stop - self.step,
         };
         let mut writes = Vec::new();
         for writer in &node.writers {
@@ -730,6 +791,66 @@ impl FreshReader for Loop {
     }
 }
 
+/// The output of a node without a function: its input, or the `Command` a
+/// run was given as input (see `Loop::apply_command_input`).
+fn passthrough(input: &Value) -> NodeOutput {
+    match input.downcast_ref::<InputCommand>() {
+        Some(InputCommand(command)) => NodeOutput::Command(command.clone()),
+        None => NodeOutput::Value(input.clone()),
+    }
+}
+
+/// A `Command` given as a run's input, as the input channel holds it.
+struct InputCommand(Command);
+
+/// Serializes as LangGraph shows a `Command`: the fields that are set.
+impl Serialize for InputCommand {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum GotoRepr<'a> {
+            Node(&'a str),
+            Send(&'a Send),
+        }
+
+        let command = &self.0;
+        let mut map = serializer.serialize_map(None)?;
+        if command.graph == crate::types::CommandGraph::Parent {
+            map.serialize_entry("graph", "__parent__")?;
+        }
+        if !command.update.is_empty() {
+            let update = StateValues(
+                command
+                    .update
+                    .iter()
+                    .map(|(key, value)| (Arc::from(key.as_str()), value.clone()))
+                    .collect(),
+            );
+            map.serialize_entry("update", &update)?;
+        }
+        if let Some(resume) = &command.resume {
+            map.serialize_entry("resume", resume)?;
+        }
+        if !command.goto.is_empty() {
+            let goto: Vec<GotoRepr<'_>> = command
+                .goto
+                .iter()
+                .map(|goto| match goto {
+                    Goto::Node(node) => GotoRepr::Node(node),
+                    Goto::Send(send) => GotoRepr::Send(send),
+                })
+                .collect();
+            map.serialize_entry("goto", &goto)?;
+        }
+        map.end()
+    }
+}
+
 /// Calls a node function, retrying per policy; a panic becomes a `Panic` error.
 async fn run_with_retry(
     func: &crate::NodeFn,
@@ -770,31 +891,6 @@ async fn run_with_retry(
         );
         tokio::time::sleep(wait).await;
     }
-}
-
-/// A deterministic task id: xxh3-128 of the run, step and task path, laid out
-/// like a UUID.
-fn task_id(seed: u64, step: i64, node: &str, path: &TaskPath) -> String {
-    let mut bytes = Vec::with_capacity(64);
-    bytes.extend_from_slice(&seed.to_le_bytes());
-    bytes.extend_from_slice(&step.to_le_bytes());
-    bytes.extend_from_slice(node.as_bytes());
-    match path {
-        TaskPath::Pull(_) => bytes.extend_from_slice(names::PULL.as_bytes()),
-        TaskPath::Push(idx) => {
-            bytes.extend_from_slice(names::PUSH.as_bytes());
-            bytes.extend_from_slice(&idx.to_le_bytes());
-        }
-    }
-    let hex = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
 }
 
 /// The payload of an `updates` chunk: `{node: update}`.
