@@ -10,6 +10,7 @@ mod bench;
 mod layers;
 mod postgres;
 mod tidy;
+mod traces;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -24,6 +25,8 @@ commands:
                           feature checks, tests with a throwaway PostgreSQL, doc
                           tests, rustdoc)
   tidy                    check file and manifest conventions
+  traces                  run the ported LangGraph golden traces, one line per
+                          case, then `N passed, M failed`
   layers [--metadata F]   check the crate dependency direction (from `cargo
                           metadata`, or from the JSON document in file F)
   bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
@@ -53,6 +56,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::check(&root),
         Some("bench") => bench::run(&root, &args[1..]),
+        Some("traces") => traces::run(&root),
         Some("layers") => {
             let metadata = match args.get(1).map(String::as_str) {
                 Some("--metadata") => {

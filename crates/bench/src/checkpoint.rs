@@ -20,11 +20,11 @@ pub(crate) fn workloads() -> Vec<Workload> {
     vec![
         Workload {
             name: "checkpoint_memory_put_shared",
-            run: || put_many(InMemorySaver::new()),
+            setup: || Box::new(|| put_many(InMemorySaver::new())),
         },
         Workload {
             name: "checkpoint_memory_put_serialized",
-            run: || put_many(InMemorySaver::with_serializer(JsonSerializer)),
+            setup: || Box::new(|| put_many(InMemorySaver::with_serializer(JsonSerializer))),
         },
     ]
 }

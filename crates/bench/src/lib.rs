@@ -2,6 +2,8 @@
 #![doc = include_str!("../README.md")]
 
 mod checkpoint;
+mod graphs;
+mod typed;
 
 use std::time::{Duration, Instant};
 
@@ -9,9 +11,13 @@ use std::time::{Duration, Instant};
 pub struct Workload {
     /// The name printed in the `workload` field.
     pub name: &'static str,
-    /// Runs the workload once and returns its outcome.
-    pub run: fn() -> Outcome,
+    /// Builds what the workload needs once (graph, input) and returns the
+    /// timed part: one run, returning its outcome.
+    pub setup: fn() -> Runner,
 }
+
+/// One timed repetition of a workload.
+pub type Runner = Box<dyn FnMut() -> Outcome>;
 
 /// What one run of a workload produced, for the `chunks` and `check` fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,20 +30,24 @@ pub struct Outcome {
 
 /// Every workload, in a stable order.
 pub fn workloads() -> Vec<Workload> {
-    checkpoint::workloads()
+    let mut all = graphs::workloads();
+    all.extend(typed::workloads());
+    all.extend(checkpoint::workloads());
+    all
 }
 
 /// Runs `warmup` untimed and `reps` timed repetitions and returns the JSON
 /// line for the workload.
 pub fn measure(workload: &Workload, reps: usize, warmup: usize) -> serde_json::Value {
+    let mut run = (workload.setup)();
     for _ in 0..warmup {
-        (workload.run)();
+        run();
     }
     let mut times: Vec<Duration> = Vec::with_capacity(reps.max(1));
     let mut outcome = None;
     for _ in 0..reps.max(1) {
         let start = Instant::now();
-        let result = (workload.run)();
+        let result = run();
         times.push(start.elapsed());
         outcome = Some(result);
     }

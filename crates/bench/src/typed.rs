@@ -1,0 +1,238 @@
+//! `wide_state_*`: the wide workload over a typed state (LangGraph's
+//! dataclass variant), with `#[derive(State)]`, typed views and updates.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use stategraph_core::{RunnableConfig, Value};
+use stategraph_graph::{END, NodeError, START, State, StateGraph, StateValues};
+use stategraph_pregel::{NodeUpdate, StreamMode, UpdatePayload};
+
+use crate::{Outcome, Runner, Workload};
+
+type Dict = BTreeMap<String, Value>;
+
+pub(crate) fn workloads() -> Vec<Workload> {
+    vec![
+        Workload {
+            name: "wide_state_25x300",
+            setup: || runner(5, 5, 300),
+        },
+        Workload {
+            name: "wide_state_15x600",
+            setup: || runner(3, 5, 600),
+        },
+        Workload {
+            name: "wide_state_9x1200",
+            setup: || runner(3, 3, 1200),
+        },
+        Workload {
+            name: "wide_state_15x600_compilation",
+            setup: compilation,
+        },
+    ]
+}
+
+fn new_or_old(x: String, y: String) -> String {
+    if y.is_empty() { x } else { y }
+}
+
+fn always_new(_x: Option<Dict>, y: Option<Dict>) -> Option<Dict> {
+    y
+}
+
+fn truthy_new_or_old(x: Option<Dict>, y: Option<Dict>) -> Option<Dict> {
+    if y.as_ref().is_some_and(|d| !d.is_empty()) {
+        y
+    } else {
+        x
+    }
+}
+
+fn non_null_new_or_old<T>(x: Option<T>, y: Option<T>) -> Option<T> {
+    if y.is_some() { y } else { x }
+}
+
+/// The 15-key state of WORKLOADS.md section 6. List elements and dicts are
+/// shared `Value`s, as Python's lists hold references to one dict `M`.
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Wide {
+    #[state(reducer = append)]
+    messages: Vec<Value>,
+    #[state(reducer = append)]
+    trigger_events: Vec<Value>,
+    #[state(reducer = new_or_old)]
+    primary_issue_medium: String,
+    #[state(reducer = always_new)]
+    autoresponse: Option<Dict>,
+    #[state(reducer = truthy_new_or_old)]
+    issue: Option<Dict>,
+    relevant_rules: Option<Vec<Value>>,
+    memory_docs: Option<Vec<Value>>,
+    #[state(reducer = append)]
+    categorizations: Vec<Value>,
+    #[state(reducer = append)]
+    responses: Vec<Value>,
+    #[state(reducer = non_null_new_or_old)]
+    user_info: Option<Dict>,
+    #[state(reducer = non_null_new_or_old)]
+    crm_info: Option<Dict>,
+    #[state(reducer = non_null_new_or_old)]
+    email_thread_id: Option<String>,
+    #[state(reducer = merge)]
+    slack_participants: Dict,
+    bot_id: Option<String>,
+    #[state(reducer = merge)]
+    notified_assignees: Dict,
+}
+
+/// The last element of a list of shared dicts, as the dict itself.
+fn last_dict(list: &[Value]) -> Option<Dict> {
+    list.last().and_then(|v| v.downcast_ref::<Dict>().cloned())
+}
+
+fn random(n: usize, seed: &Mutex<u64>) -> String {
+    let mut seed = seed.lock().unwrap_or_else(|p| p.into_inner());
+    crate::graphs::random_lowercase(n, &mut seed)
+}
+
+fn builder(n: usize) -> StateGraph {
+    let mut graph = StateGraph::typed::<Wide>();
+    let seed = Arc::new(Mutex::new(0x2545_F491_4F6C_DD1D_u64));
+    let result = (|| -> Result<(), stategraph_graph::GraphError> {
+        let s = seed.clone();
+        graph.add_node("one", move |state: WideView| {
+            let update = WideUpdate::default()
+                .trigger_events((*state.messages).clone())
+                .primary_issue_medium(random(n, &s));
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        graph.add_node("two", |state: WideView| {
+            let single = last_dict(&state.trigger_events);
+            let update = WideUpdate::default()
+                .autoresponse(single.clone())
+                .issue(single);
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        graph.add_node("three", |state: WideView| {
+            // Reads a dict, so `many` is a one-element list of it.
+            let many = vec![Value::new(
+                (*state.autoresponse).clone().unwrap_or_default(),
+            )];
+            let update = WideUpdate::default().relevant_rules(Some(many));
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        graph.add_node("four", |state: WideView| {
+            let many = (*state.trigger_events).clone();
+            let update = WideUpdate::default()
+                .categorizations(many.clone())
+                .responses(many.clone())
+                .memory_docs(Some(many));
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        let s = seed.clone();
+        graph.add_node("five", move |state: WideView| {
+            let single = last_dict(&state.categorizations);
+            let update = WideUpdate::default()
+                .user_info(single.clone())
+                .crm_info(single.clone())
+                .email_thread_id(Some(random(n, &s)))
+                .slack_participants(single.clone().unwrap_or_default())
+                .bot_id(Some(random(n, &s)))
+                .notified_assignees(single.unwrap_or_default());
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        graph.add_node("six", |state: WideView| {
+            let update = WideUpdate::default().messages((*state.responses).clone());
+            async move { Ok::<_, NodeError>(update) }
+        })?;
+        graph.add_edge(START, "one")?;
+        graph.add_edge("one", "two")?;
+        graph.add_edge("two", "three")?;
+        graph.add_edge("two", "four")?;
+        graph.add_waiting_edge(["three", "four"], "five")?;
+        graph.add_edge("five", "six")?;
+        graph.add_conditional_edges(
+            "six",
+            move |s: &WideView| if s.messages.len() > n { END } else { "one" },
+            None,
+        )?;
+        Ok(())
+    })();
+    result.unwrap_or_else(|err| panic!("{err}"));
+    graph
+}
+
+fn runner(outer: usize, inner: usize, n: usize) -> Runner {
+    let graph = builder(n).compile().unwrap_or_else(|err| panic!("{err}"));
+    let document = crate::graphs::wide_document(outer, inner);
+    let input = Value::new(StateValues(vec![(
+        Arc::from("messages"),
+        Value::new(vec![document]),
+    )]));
+    let rt = crate::graphs::runtime();
+    let mut run = 0;
+    Box::new(move || {
+        run += 1;
+        let config =
+            RunnableConfig::thread(format!("bench-{run}")).with_recursion_limit(1_000_000_000);
+        let chunks: Vec<Arc<NodeUpdate>> = rt.block_on(async {
+            graph
+                .stream(input.clone(), &config, StreamMode::Updates)
+                .map(|c| {
+                    c.unwrap_or_else(|err| panic!("the run failed: {err}"))
+                        .data
+                        .downcast_arc::<NodeUpdate>()
+                        .unwrap_or_else(|_| panic!("not a node update"))
+                })
+                .collect()
+                .await
+        });
+        let mut messages_len = 1;
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for chunk in &chunks {
+            *counts.entry(&*chunk.node).or_default() += 1;
+            if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
+                messages_len += values
+                    .get("messages")
+                    .and_then(|v| v.downcast_ref::<Vec<Value>>())
+                    .map_or(0, Vec::len);
+            }
+        }
+        let node_counts: serde_json::Map<String, serde_json::Value> =
+            ["one", "two", "three", "four", "five", "six"]
+                .iter()
+                .map(|k| ((*k).to_owned(), json!(counts.get(k).copied().unwrap_or(0))))
+                .collect();
+        Outcome {
+            chunks: chunks.len(),
+            check: json!({
+                "chunks": chunks.len(),
+                "iterations": counts.get("six").copied().unwrap_or(0),
+                "final_messages_len": messages_len,
+                "node_counts": node_counts,
+            }),
+        }
+    })
+}
+
+fn compilation() -> Runner {
+    let graph = builder(600);
+    Box::new(move || {
+        let compiled = graph.compile().unwrap_or_else(|err| panic!("{err}"));
+        let user_nodes = compiled
+            .pregel()
+            .shape()
+            .node_names()
+            .iter()
+            .filter(|n| !n.starts_with("__"))
+            .count();
+        Outcome {
+            chunks: 0,
+            check: json!({"user_nodes": user_nodes}),
+        }
+    })
+}
