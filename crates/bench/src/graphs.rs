@@ -601,13 +601,11 @@ fn wide_runner(outer: usize, inner: usize, n: usize) -> Runner {
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for chunk in &chunks {
             *counts.entry(&*chunk.node).or_default() += 1;
-            if &*chunk.node == "six" {
-                if let UpdatePayload::Map(values) = &chunk.update {
-                    messages_len += values
-                        .get("messages")
-                        .and_then(|v| v.clone().decode::<Vec<Value>>().ok())
-                        .map_or(0, |m| m.len());
-                }
+            if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
+                messages_len += values
+                    .get("messages")
+                    .and_then(|v| v.downcast_ref::<Vec<Value>>())
+                    .map_or(0, Vec::len);
             }
         }
         let node_counts: serde_json::Map<String, serde_json::Value> =

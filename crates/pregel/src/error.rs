@@ -105,11 +105,14 @@ pub enum PregelError {
         error: NodeError,
     },
     /// The run was given no input and there is nothing to resume.
-    #[error("received no input for {0}")]
+    #[error("Received no input for {0}")]
     EmptyInput(String),
     /// The graph definition or a run argument is invalid.
     #[error("{0}")]
     InvalidGraph(String),
+    /// The run cannot proceed as asked (LangGraph's `RuntimeError`).
+    #[error("{0}")]
+    Runtime(String),
     /// A value did not have the expected shape.
     #[error(transparent)]
     Value(#[from] ValueError),
@@ -125,7 +128,8 @@ impl PregelError {
             Self::GraphRecursion { .. }
             | Self::InvalidUpdate(_)
             | Self::EmptyInput(_)
-            | Self::InvalidGraph(_) => ErrorKind::InvalidInput,
+            | Self::InvalidGraph(_)
+            | Self::Runtime(_) => ErrorKind::InvalidInput,
             Self::Channel(err) => err.kind(),
             Self::Node { .. } => ErrorKind::Backend,
             Self::Value(err) => err.kind(),
@@ -143,6 +147,7 @@ impl PregelError {
             Self::Channel(_) | Self::Value(_) => "ValueError",
             Self::Node { error, .. } => error.class(),
             Self::EmptyInput(_) => "EmptyInputError",
+            Self::Runtime(_) => "RuntimeError",
             Self::InvalidGraph(_) => "ValueError",
             Self::Checkpoint(_) => "CheckpointError",
         }

@@ -371,7 +371,6 @@ pub(crate) struct TaskInfo {
     pub(crate) task_id_seed: TaskIdSeed,
     pub(crate) config: Arc<RunnableConfig>,
     pub(crate) remaining_steps: i64,
-    pub(crate) push: bool,
 }
 
 impl TaskContext {
@@ -414,7 +413,7 @@ impl TaskContext {
     /// the `Send`'s argument) rather than triggered by channels (a PULL task,
     /// whose input is read from the channels).
     pub fn is_push(&self) -> bool {
-        self.inner.push
+        self.inner.task_id_seed.push.is_some()
     }
 
     /// Sends a chunk to the `custom` stream (LangGraph's stream writer).

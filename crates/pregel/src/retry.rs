@@ -8,22 +8,46 @@ use crate::error::NodeError;
 
 /// Error classes LangGraph's default policy does not retry: programming
 /// errors that a retry cannot fix.
+/// Their built-in subclasses are listed too, since classes here are names,
+/// not a hierarchy; `ConnectionError` and its subclasses are retried, as
+/// LangGraph checks it first.
 const NOT_RETRIED: &[&str] = &[
     "ValueError",
+    "UnicodeError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "JSONDecodeError",
     "TypeError",
     "ArithmeticError",
     "ZeroDivisionError",
+    "OverflowError",
+    "FloatingPointError",
     "ImportError",
+    "ModuleNotFoundError",
     "LookupError",
     "KeyError",
     "IndexError",
     "NameError",
+    "UnboundLocalError",
     "SyntaxError",
+    "IndentationError",
     "RuntimeError",
+    "NotImplementedError",
+    "RecursionError",
     "ReferenceError",
     "StopIteration",
     "StopAsyncIteration",
     "OSError",
+    "BlockingIOError",
+    "ChildProcessError",
+    "FileExistsError",
+    "FileNotFoundError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "NotADirectoryError",
+    "PermissionError",
+    "ProcessLookupError",
+    "TimeoutError",
     "Panic",
 ];
 
@@ -144,6 +168,9 @@ mod tests {
         assert!(!RetryOn::Default.matches(&NodeError::new("ValueError", "x")));
         assert!(!RetryOn::Default.matches(&NodeError::new("KeyError", "x")));
         assert!(RetryOn::Default.matches(&NodeError::new("ConnectionError", "x")));
+        assert!(RetryOn::Default.matches(&NodeError::new("ConnectionResetError", "x")));
+        assert!(!RetryOn::Default.matches(&NodeError::new("TimeoutError", "x")));
+        assert!(!RetryOn::Default.matches(&NodeError::new("FileNotFoundError", "x")));
         let classes = RetryOn::Classes(vec!["ValueError".into()]);
         assert!(classes.matches(&NodeError::new("ValueError", "x")));
     }

@@ -319,11 +319,11 @@ impl Loop {
             },
             Input::Command(command) => return self.apply_command_input(command),
             Input::Resume => {
-                return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+                return Err(PregelError::EmptyInput(self.input_names()));
             }
         };
         if writes.is_empty() {
-            return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+            return Err(PregelError::EmptyInput(self.input_names()));
         }
         let mut input_task = Task {
             node: usize::MAX,
@@ -352,7 +352,7 @@ impl Loop {
     fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
         let writes = self.command_writes(command.clone())?;
         if writes.is_empty() {
-            return Err(PregelError::EmptyInput(format!("{:?}", self.graph.input)));
+            return Err(PregelError::EmptyInput(self.input_names()));
         }
         let mut null_task = Task {
             node: usize::MAX,
@@ -384,7 +384,27 @@ impl Loop {
         self.apply(&mut tasks, true)
     }
 
+    /// The input channels as LangGraph names them in errors.
+    fn input_names(&self) -> String {
+        match &self.graph.input {
+            IoChannels::One(channel) => self.name(*channel).to_owned(),
+            IoChannels::Many(channels) => {
+                let names: Vec<String> = channels
+                    .iter()
+                    .map(|c| format!("'{}'", self.name(*c)))
+                    .collect();
+                format!("[{}]", names.join(", "))
+            }
+        }
+    }
+
     fn command_writes(&self, command: Command) -> Result<Vec<(ChannelId, Value)>> {
+        if command.resume.is_some() {
+            // Resuming needs saved interrupts, hence a checkpointer.
+            return Err(PregelError::Runtime(
+                "Cannot use Command(resume=...) without checkpointer".into(),
+            ));
+        }
         if command.graph == crate::types::CommandGraph::Parent {
             return Err(PregelError::InvalidUpdate(
                 "There is no parent graph".into(),
@@ -496,7 +516,6 @@ impl Loop {
                 step: self.step,
                 config: self.config.clone(),
                 remaining_steps: self.stop - self.step,
-                push: matches!(task.path, TaskPath::Push(_)),
             }),
             sink: self.sink.clone(),
         }

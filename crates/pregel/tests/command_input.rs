@@ -130,3 +130,27 @@ async fn a_typed_input_channel_gets_only_the_command_writes() {
         .unwrap();
     assert_eq!(out.to_json().unwrap(), json!(["x", "n ran in step 0"]));
 }
+
+#[tokio::test]
+async fn resuming_without_a_checkpointer_is_a_runtime_error() {
+    let command = Command::new().resume(Value::new("yes"));
+    let err = app()
+        .invoke(command, &RunnableConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "RuntimeError");
+    assert_eq!(
+        err.to_string(),
+        "Cannot use Command(resume=...) without checkpointer"
+    );
+}
+
+#[tokio::test]
+async fn no_input_names_the_input_channel() {
+    let err = app()
+        .invoke(stategraph_pregel::Input::Resume, &RunnableConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "EmptyInputError");
+    assert_eq!(err.to_string(), "Received no input for input");
+}
