@@ -47,6 +47,10 @@ impl<T: StateValue> Channel for AnyValue<T> {
         }
     }
 
+    fn update_one(&mut self, value: Value) -> Result<bool> {
+        self.slot.set(value).map(|()| true)
+    }
+
     fn checkpoint(&self) -> Option<Value> {
         self.slot.get()
     }

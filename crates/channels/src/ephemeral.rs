@@ -62,6 +62,10 @@ impl<T: StateValue> Channel for EphemeralValue<T> {
         }
     }
 
+    fn update_one(&mut self, value: Value) -> Result<bool> {
+        self.slot.set(value).map(|()| true)
+    }
+
     fn checkpoint(&self) -> Option<Value> {
         self.slot.get()
     }

@@ -122,6 +122,15 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
     /// [`ChannelError::Value`] when a write does not decode to the channel's type.
     fn update(&mut self, values: Vec<Value>) -> Result<bool>;
 
+    /// Applies a step with exactly one write; the same as
+    /// `update(vec![value])`, without allocating where the channel allows.
+    ///
+    /// # Errors
+    /// As [`Channel::update`].
+    fn update_one(&mut self, value: Value) -> Result<bool> {
+        self.update(vec![value])
+    }
+
     /// Marks the value as read by a subscribed node.
     fn consume(&mut self) -> bool {
         false

@@ -60,6 +60,10 @@ impl<T: StateValue> Channel for UntrackedValue<T> {
         }
     }
 
+    fn update_one(&mut self, value: Value) -> Result<bool> {
+        self.slot.set(value).map(|()| true)
+    }
+
     fn checkpoint(&self) -> Option<Value> {
         None
     }

@@ -133,6 +133,22 @@ proptest! {
         prop_assert_eq!(accumulating.values(), &all[..]);
     }
 
+    /// `update_one(v)` is `update(vec![v])` for every channel kind.
+    #[test]
+    fn update_one_is_update_of_one(channel in channel_in_state(), write in 0_i64..100) {
+        let mut one = channel.boxed_clone();
+        let mut many = channel.boxed_clone();
+        let value = || if channel.checkpoint().is_some_and(|c| c.is::<std::collections::BTreeSet<String>>()) {
+            Value::new((write % 3).to_string())
+        } else {
+            Value::new(write)
+        };
+        let a = one.update_one(value()).map_err(|e| e.to_string());
+        let b = many.update(vec![value()]).map_err(|e| e.to_string());
+        prop_assert_eq!(a.is_ok(), b.is_ok());
+        prop_assert_eq!(observe(one.as_ref()), observe(many.as_ref()));
+    }
+
     /// Two or more writes to a last-value channel in one step are rejected.
     #[test]
     fn last_value_takes_one_write_per_step(writes in prop::collection::vec(any::<i64>(), 2..5)) {
