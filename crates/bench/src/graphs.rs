@@ -206,21 +206,21 @@ fn joke_subgraph() -> CompiledStateGraph {
     let result = (|| -> Result<(), stategraph_graph::GraphError> {
         sub.add_node("edit", |s: StateValues| async move {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
-            Ok::<_, NodeError>(StateValues(vec![(
+            Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("subject"),
                 Value::new(format!("{subject} - hohoho")),
             )]))
         })?;
         sub.add_node("generate", |s: StateValues| async move {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
-            Ok::<_, NodeError>(StateValues(vec![(
+            Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("jokes"),
                 Value::new(vec![format!("Joke about {subject}")]),
             )]))
         })?;
         sub.add_node("bump", |s: StateValues| async move {
             let joke = first_joke(&s);
-            Ok::<_, NodeError>(StateValues(vec![(
+            Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("jokes"),
                 Value::new(vec![format!("{joke} a")]),
             )]))
@@ -311,7 +311,7 @@ fn fanout_runner(n: usize) -> Runner {
                     .map(|subject| {
                         Send::new(
                             "generate_joke",
-                            StateValues(vec![(Arc::from("subject"), subject.clone())]),
+                            StateValues::new(vec![(Arc::from("subject"), subject.clone())]),
                         )
                     })
                     .collect::<Vec<_>>()
@@ -332,7 +332,7 @@ fn fanout_runner(n: usize) -> Runner {
             Value::from_json(json!(letters))
         })
         .collect();
-    let input = Value::new(StateValues(vec![(
+    let input = Value::new(StateValues::new(vec![(
         Arc::from("subjects"),
         Value::new(subjects),
     )]));
@@ -480,7 +480,7 @@ fn read_write(
         ),
         None => (value.clone(), Value::new(vec![value])),
     };
-    StateValues(
+    StateValues::new(
         writes
             .iter()
             .map(|key| {
@@ -588,7 +588,7 @@ fn wide_runner(outer: usize, inner: usize, n: usize) -> Runner {
         .compile()
         .unwrap_or_else(|err| panic!("{err}"));
     let document = wide_document(outer, inner);
-    let input = Value::new(StateValues(vec![(
+    let input = Value::new(StateValues::new(vec![(
         Arc::from("messages"),
         Value::new(vec![document]),
     )]));

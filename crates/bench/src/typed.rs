@@ -169,7 +169,7 @@ fn builder(n: usize) -> StateGraph {
 fn runner(outer: usize, inner: usize, n: usize) -> Runner {
     let graph = builder(n).compile().unwrap_or_else(|err| panic!("{err}"));
     let document = crate::graphs::wide_document(outer, inner);
-    let input = Value::new(StateValues(vec![(
+    let input = Value::new(StateValues::new(vec![(
         Arc::from("messages"),
         Value::new(vec![document]),
     )]));

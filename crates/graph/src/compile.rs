@@ -209,9 +209,7 @@ fn add_managed(
     remaining_steps: i64,
 ) -> StateValues {
     for (key, kind) in managed {
-        state
-            .0
-            .push((key.clone(), Value::from_json(kind.value(remaining_steps))));
+        state.push(key.clone(), Value::from_json(kind.value(remaining_steps)));
     }
     state
 }

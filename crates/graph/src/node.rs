@@ -56,7 +56,7 @@ impl IntoNodeOutput for serde_json::Value {
     fn into_node_output(self) -> NodeOutput {
         match self {
             serde_json::Value::Null => NodeOutput::None,
-            serde_json::Value::Object(map) => NodeOutput::Value(Value::new(StateValues(
+            serde_json::Value::Object(map) => NodeOutput::Value(Value::new(StateValues::new(
                 map.into_iter()
                     .map(|(k, v)| (Arc::from(k.as_str()), Value::from_json(v)))
                     .collect(),

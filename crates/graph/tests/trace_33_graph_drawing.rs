@@ -92,14 +92,14 @@ fn edges(graph: &DrawableGraph) -> Json {
 }
 
 #[test]
-fn nodes_and_edges() {
+fn trace_33_nodes_and_edges() {
     let graph = app().get_graph(false);
     assert_eq!(nodes(&graph), expected()["nodes"]);
     assert_eq!(edges(&graph), expected()["edges"]);
 }
 
 #[test]
-fn nodes_and_edges_xray() {
+fn trace_33_nodes_and_edges_xray() {
     let graph = app().get_graph(true);
     assert_eq!(nodes(&graph), expected()["nodes_xray"]);
     assert_eq!(edges(&graph), expected()["edges_xray"]);
@@ -108,13 +108,13 @@ fn nodes_and_edges_xray() {
 }
 
 #[test]
-fn mermaid() {
+fn trace_33_mermaid() {
     let mermaid = app().get_graph(false).draw_mermaid();
     assert_eq!(mermaid, expected()["mermaid"].as_str().unwrap());
 }
 
 #[test]
-fn mermaid_xray() {
+fn trace_33_mermaid_xray() {
     let mermaid = app().get_graph(true).draw_mermaid();
     assert_eq!(mermaid, expected()["mermaid_xray"].as_str().unwrap());
 }
@@ -140,7 +140,7 @@ fn ascii_layers(drawing: &str) -> BTreeMap<String, usize> {
 }
 
 #[test]
-fn ascii_has_the_same_boxes_and_layers() {
+fn trace_33_ascii_has_the_same_boxes_and_layers() {
     let fixture = expected()["ascii"].as_str().unwrap().to_owned();
     let drawing = app().get_graph(false).draw_ascii();
     assert_eq!(ascii_layers(&drawing), ascii_layers(&fixture));
@@ -163,7 +163,7 @@ fn ascii_has_the_same_boxes_and_layers() {
 }
 
 #[test]
-fn to_json_matches_langgraph() {
+fn trace_33_to_json_matches_langgraph() {
     // The case script does not record `to_json()` (its docstring mentions
     // it); this is what LangGraph 1.2.22 (langchain-core 1.7.2) returns for
     // `app.get_graph().to_json()` on the same graph.

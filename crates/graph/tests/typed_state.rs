@@ -160,7 +160,7 @@ async fn an_update_writes_exactly_its_set_fields() {
     assert_eq!(out.note.as_deref(), Some("hello"));
     // An empty update writes nothing.
     let empty: StateValues = OverallUpdate::default().into();
-    assert!(empty.0.is_empty());
+    assert!(empty.is_empty());
 }
 
 #[tokio::test]

@@ -274,7 +274,7 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                         values.push((#p::Arc::<str>::from(#keys), #wraps(value)));
                     }
                 )*
-                #p::StateValues(values)
+                #p::StateValues::new(values)
             }
         }
 

@@ -77,6 +77,19 @@ pub(crate) struct PregelInner {
     pub(crate) output: IoChannels,
     pub(crate) stream: IoChannels,
     pub(crate) tasks_channel: ChannelId,
+    // Distinct `Reads::Map` key lists; nodes with equal lists share one, so
+    // a run builds their common input once per change of its channels.
+    pub(crate) read_sets: Vec<Vec<ChannelId>>,
+    // Per node: its read set (meaningful for `Reads::Map` nodes only).
+    pub(crate) node_read_set: Vec<usize>,
+    // Per node: where its triggers' seen versions start in a run's flat table.
+    pub(crate) seen_offset: Vec<usize>,
+    // Channels available before anything is written.
+    pub(crate) initially_live: Vec<ChannelId>,
+    // Channels whose `finish` changes them even before any write.
+    pub(crate) finishes_initially: Vec<bool>,
+    // Per node: its `{node: None}` updates chunk, shared by every run.
+    pub(crate) none_updates: Vec<stategraph_core::Value>,
     pub(crate) name: String,
 }
 
@@ -122,6 +135,7 @@ pub struct PregelBuilder {
     shape: GraphShape,
     channels: Vec<Box<dyn Channel>>,
     nodes: Vec<(Arc<str>, PregelNode)>,
+    node_positions: HashMap<Arc<str>, usize>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
@@ -210,21 +224,21 @@ impl PregelBuilder {
     /// # Errors
     /// A node of that name exists already.
     pub fn add_node(&mut self, name: &str, node: PregelNode) -> Result<()> {
-        if self.nodes.iter().any(|(n, _)| &**n == name) {
+        if self.node_positions.contains_key(name) {
             return Err(PregelError::InvalidGraph(format!(
                 "node {name:?} is declared twice"
             )));
         }
-        self.nodes.push((Arc::from(name), node));
+        let name: Arc<str> = Arc::from(name);
+        self.node_positions.insert(name.clone(), self.nodes.len());
+        self.nodes.push((name, node));
         Ok(())
     }
 
     /// The node added under `name`, to add triggers or writers to it.
     pub fn node_mut(&mut self, name: &str) -> Option<&mut PregelNode> {
-        self.nodes
-            .iter_mut()
-            .find(|(n, _)| &**n == name)
-            .map(|(_, node)| node)
+        let position = *self.node_positions.get(name)?;
+        self.nodes.get_mut(position).map(|(_, node)| node)
     }
 
     /// Adds a node described by a [`NodeBuilder`] (builder style).
@@ -304,6 +318,42 @@ impl PregelBuilder {
         let mut nodes = std::mem::take(&mut self.nodes);
         nodes.sort_by(|a, b| a.0.cmp(&b.0));
         let channel_count = self.channels.len();
+        let mut read_sets: Vec<Vec<(Arc<str>, ChannelId)>> = Vec::new();
+        let mut node_read_set = Vec::with_capacity(nodes.len());
+        let mut set_index: HashMap<Vec<(Arc<str>, ChannelId)>, usize> = HashMap::new();
+        for (_, node) in &nodes {
+            let set = match &node.reads {
+                Reads::Map(keys) => *set_index.entry(keys.clone()).or_insert_with(|| {
+                    read_sets.push(keys.clone());
+                    read_sets.len() - 1
+                }),
+                Reads::Channel(_) => usize::MAX,
+            };
+            node_read_set.push(set);
+        }
+        let mut seen_offset = Vec::with_capacity(nodes.len());
+        let mut offset = 0;
+        for (_, node) in &nodes {
+            seen_offset.push(offset);
+            offset += node.triggers.len();
+        }
+        let initially_live = (0..channel_count)
+            .filter(|c| self.channels[*c].is_available())
+            .collect();
+        let finishes_initially = self
+            .channels
+            .iter()
+            .map(|c| c.boxed_clone().finish())
+            .collect();
+        let none_updates = nodes
+            .iter()
+            .map(|(name, _)| {
+                stategraph_core::Value::new(crate::run::NodeUpdate {
+                    node: name.clone(),
+                    update: crate::run::UpdatePayload::None,
+                })
+            })
+            .collect();
         let mut trigger_to_nodes = vec![Vec::new(); channel_count];
         let mut is_trigger = vec![false; channel_count];
         for (id, (name, node)) in nodes.iter().enumerate() {
@@ -339,6 +389,15 @@ impl PregelBuilder {
                 output,
                 stream,
                 tasks_channel,
+                read_sets: read_sets
+                    .into_iter()
+                    .map(|keys| keys.into_iter().map(|(_, c)| c).collect())
+                    .collect(),
+                node_read_set,
+                seen_offset,
+                initially_live,
+                finishes_initially,
+                none_updates,
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
             }),
         })

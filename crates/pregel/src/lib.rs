@@ -7,6 +7,7 @@ mod node;
 mod rand;
 mod retry;
 mod run;
+mod run_channels;
 mod types;
 
 pub use error::{NodeError, PregelError, Result};

@@ -133,7 +133,7 @@ impl WriteContext<'_> {
                 values.push((name.clone(), value));
             }
         }
-        Ok(StateValues(values))
+        Ok(StateValues::new(values))
     }
 }
 
@@ -154,11 +154,46 @@ pub enum Reads {
 }
 
 /// The values of several channels, keyed by name, in declaration order.
-/// Serializes as a JSON object; cloning shares the values.
+/// Serializes as a JSON object; cloning is a reference-count increment.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct StateValues(pub Vec<(Arc<str>, Value)>);
+pub struct StateValues(Arc<Vec<(Arc<str>, Value)>>);
 
 impl StateValues {
+    /// A map of these `(key, value)` pairs.
+    pub fn new(pairs: Vec<(Arc<str>, Value)>) -> Self {
+        Self(Arc::new(pairs))
+    }
+
+    /// A map with one entry.
+    pub fn single(key: &str, value: Value) -> Self {
+        Self::new(vec![(Arc::from(key), value)])
+    }
+
+    /// The `(key, value)` pairs.
+    pub fn pairs(&self) -> &[(Arc<str>, Value)] {
+        &self.0
+    }
+
+    /// The pairs, owned (copied only if the map is shared).
+    pub fn into_pairs(self) -> Vec<(Arc<str>, Value)> {
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// Adds an entry (copying the pairs first if the map is shared).
+    pub fn push(&mut self, key: Arc<str>, value: Value) {
+        Arc::make_mut(&mut self.0).push((key, value));
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The value of `key`, if available.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
@@ -193,7 +228,7 @@ impl StateValues {
 impl<'de> Deserialize<'de> for StateValues {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let map = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
-        Ok(Self(
+        Ok(Self::new(
             map.into_iter()
                 .map(|(k, v)| (Arc::from(k.as_str()), Value::from_json(v)))
                 .collect(),
@@ -205,7 +240,7 @@ impl Serialize for StateValues {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
+        for (k, v) in self.0.iter() {
             map.serialize_entry(&**k, v)?;
         }
         map.end()
@@ -357,76 +392,82 @@ impl TaskIdSeed {
 
 /// What a node function can see and do besides its input: its name, the
 /// step, the run configuration, and a writer for `custom` stream chunks.
+///
+/// Cloning is two reference-count increments.
 #[derive(Clone)]
 pub struct TaskContext {
-    pub(crate) inner: Arc<TaskInfo>,
-    pub(crate) sink: Sink,
-}
-
-pub(crate) struct TaskInfo {
+    pub(crate) run: Arc<RunInfo>,
     pub(crate) node: Arc<str>,
     pub(crate) step: i64,
-    // Computed on first use: most tasks never need their id.
-    pub(crate) task_id: std::sync::OnceLock<String>,
-    pub(crate) task_id_seed: TaskIdSeed,
-    pub(crate) config: Arc<RunnableConfig>,
+    pub(crate) push: Option<usize>,
     pub(crate) remaining_steps: i64,
+}
+
+/// What every task of a run shares.
+pub(crate) struct RunInfo {
+    pub(crate) config: RunnableConfig,
+    pub(crate) sink: Sink,
+    pub(crate) seed: u64,
 }
 
 impl TaskContext {
     /// The node being run.
     pub fn node(&self) -> &str {
-        &self.inner.node
+        &self.node
     }
 
     /// The superstep.
     pub fn step(&self) -> i64 {
-        self.inner.step
+        self.step
     }
 
-    /// The task id.
-    pub fn task_id(&self) -> &str {
-        self.inner
-            .task_id
-            .get_or_init(|| self.inner.task_id_seed.task_id(&self.inner.node))
+    /// The task id (deterministic for the run, step and task path; computed
+    /// on each call, as most tasks never need it).
+    pub fn task_id(&self) -> String {
+        TaskIdSeed {
+            run: self.run.seed,
+            step: self.step,
+            push: self.push,
+        }
+        .task_id(&self.node)
     }
 
     /// The run configuration.
     pub fn config(&self) -> &RunnableConfig {
-        &self.inner.config
+        &self.run.config
     }
 
     /// Steps left before the recursion limit (LangGraph's `RemainingSteps`):
     /// `limit - 1` in the first step after the input, 0 in the last one.
     pub fn remaining_steps(&self) -> i64 {
-        self.inner.remaining_steps
+        self.remaining_steps
     }
 
     /// Whether this is the step before the last one the recursion limit
     /// allows (LangGraph's `IsLastStep`: true when one step remains, false in
     /// the very last step).
     pub fn is_last_step(&self) -> bool {
-        self.inner.remaining_steps == 1
+        self.remaining_steps == 1
     }
 
     /// Whether the task was created by a `Send` (a PUSH task, whose input is
     /// the `Send`'s argument) rather than triggered by channels (a PULL task,
     /// whose input is read from the channels).
     pub fn is_push(&self) -> bool {
-        self.inner.task_id_seed.push.is_some()
+        self.push.is_some()
     }
 
     /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
     pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
-        self.sink.push(StreamMode::Custom, Value::new(value));
+        self.run.sink.push(StreamMode::Custom, Value::new(value));
     }
 }
 
 impl fmt::Debug for TaskContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskContext")
-            .field("node", &self.inner.node)
-            .field("step", &self.inner.step)
+            .field("node", &self.node)
+            .field("step", &self.step)
             .field("task_id", &self.task_id())
             .finish()
     }

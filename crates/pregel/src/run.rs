@@ -14,18 +14,17 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use crate::run_channels::RunChannels;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::Serialize;
-use stategraph_channels::Channel;
 use stategraph_checkpoint::ChannelVersion;
 use stategraph_core::{RunnableConfig, Value};
 
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, Reads, Sink, StateValues, TaskContext, TaskIdSeed, TaskInfo,
-    WriteContext,
+    FreshReader, NodeOutput, Reads, RunInfo, Sink, StateValues, TaskContext, WriteContext,
 };
 use crate::retry;
 use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
@@ -208,11 +207,13 @@ struct Task {
 /// One run's mutable state.
 struct Loop {
     graph: Arc<PregelInner>,
-    channels: Vec<Box<dyn Channel>>,
+    channels: RunChannels,
     versions: Vec<Option<ChannelVersion>>,
     max_version: Option<ChannelVersion>,
-    // Per node: the version of each trigger it last ran on (`None` = never ran).
-    seen: Vec<Option<Vec<Option<ChannelVersion>>>>,
+    // Per node trigger (flat, from `seen_offset`): the version it last ran on.
+    seen: Vec<Option<ChannelVersion>>,
+    // Per node: whether it ever ran.
+    ran: Vec<bool>,
     // Channels available at the end of the previous step.
     live: Vec<ChannelId>,
     // Epoch marks: `mark[c] == epoch` means `c` is in the current step's set.
@@ -221,10 +222,20 @@ struct Loop {
     step: i64,
     stop: i64,
     limit: usize,
-    config: Arc<RunnableConfig>,
-    sink: Sink,
+    // Shared with every task of the run.
+    run: Arc<RunInfo>,
     output: IoChannels,
-    run_seed: u64,
+    // Per channel: the epoch of its last change (value or availability).
+    modified: Vec<u64>,
+    // Per read set: the input built for it and the epoch it was built at.
+    input_cache: Vec<Option<(u64, Value)>>,
+    // Buffers reused from step to step.
+    task_buf: Vec<Task>,
+    candidate_buf: Vec<NodeId>,
+    write_buf: Vec<(ChannelId, usize, Value)>,
+    updated_buf: Vec<ChannelId>,
+    // Emptied write lists of finished tasks, reused by the next ones.
+    write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
 }
 
 impl Loop {
@@ -234,13 +245,14 @@ impl Loop {
         sink: Sink,
         output: IoChannels,
     ) -> Self {
-        let channels: Vec<Box<dyn Channel>> =
-            graph.channels.iter().map(|c| c.boxed_clone()).collect();
+        let channels = RunChannels::new(graph.clone());
         let count = channels.len();
-        let live = (0..count).filter(|c| channels[*c].is_available()).collect();
+        let live = graph.initially_live.clone();
         let limit = config.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
+        let triggers = graph.nodes.iter().map(|n| n.triggers.len()).sum();
         Self {
-            seen: vec![None; graph.nodes.len()],
+            seen: vec![None; triggers],
+            ran: vec![false; graph.nodes.len()],
             channels,
             versions: vec![None; count],
             max_version: None,
@@ -250,10 +262,19 @@ impl Loop {
             step: -1,
             stop: 0,
             limit,
-            config: Arc::new(config),
-            sink,
+            run: Arc::new(RunInfo {
+                config,
+                sink,
+                seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            }),
             output,
-            run_seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            modified: vec![0; count],
+            input_cache: vec![None; graph.read_sets.len()],
+            task_buf: Vec::new(),
+            candidate_buf: Vec::new(),
+            write_buf: Vec::new(),
+            updated_buf: Vec::new(),
+            write_pool: std::cell::RefCell::new(Vec::new()),
             graph,
         }
     }
@@ -272,10 +293,14 @@ impl Loop {
                 return Ok(());
             }
             self.execute(&mut tasks).await?;
+            // Recycle the last step's list for the next one.
+            self.updated_buf = std::mem::take(&mut updated);
             updated = self.apply_writes(&mut tasks)?;
+            tasks.clear();
+            self.task_buf = tasks;
             self.emit_values(&updated);
             self.step += 1;
-            if self.sink.has_pending() {
+            if self.run.sink.has_pending() {
                 YieldNow(false).await;
             }
         }
@@ -365,7 +390,9 @@ impl Loop {
             return Ok(updated);
         };
         let command = Value::new(InputCommand(command));
-        if self.channels[input]
+        if self
+            .channels
+            .get(input)
             .boxed_clone()
             .update(vec![command.clone()])
             .is_err()
@@ -431,9 +458,10 @@ impl Loop {
 
     fn prepare_tasks(&mut self, updated: &[ChannelId]) -> Result<Vec<Task>> {
         let graph = self.graph.clone();
-        let mut tasks = Vec::new();
+        let mut tasks = std::mem::take(&mut self.task_buf);
+        tasks.clear();
         // PUSH tasks: one per Send of the previous step.
-        if let Some(sends) = self.channels[graph.tasks_channel].get() {
+        if let Some(sends) = self.channels.get(graph.tasks_channel).get() {
             let sends = sends.decode::<Vec<Send>>()?;
             for (idx, send) in sends.iter().enumerate() {
                 match graph.shape.node_id(&send.node) {
@@ -448,35 +476,29 @@ impl Loop {
             }
         }
         // PULL tasks: nodes whose triggers changed since they last ran.
-        let mut candidates: Vec<NodeId>;
+        let mut candidates = std::mem::take(&mut self.candidate_buf);
+        candidates.clear();
         if !updated.is_empty() {
-            candidates = updated
-                .iter()
-                .flat_map(|c| graph.trigger_to_nodes[*c].iter().copied())
-                .collect();
+            candidates.extend(
+                updated
+                    .iter()
+                    .flat_map(|c| graph.trigger_to_nodes[*c].iter().copied()),
+            );
             candidates.sort_unstable();
             candidates.dedup();
-        } else if self.versions.iter().all(Option::is_none) {
-            candidates = Vec::new();
-        } else {
-            candidates = (0..graph.nodes.len()).collect();
+        } else if self.versions.iter().any(Option::is_some) {
+            candidates.extend(0..graph.nodes.len());
         }
-        for node in candidates {
+        for &node in &candidates {
             if !self.triggered(node) {
                 continue;
             }
             let input = match &graph.nodes[node].reads {
-                Reads::Channel(channel) => match self.channels[*channel].get() {
+                Reads::Channel(channel) => match self.channels.get(*channel).get() {
                     Some(value) => value,
                     None => continue,
                 },
-                Reads::Map(keys) => Value::new(StateValues(
-                    keys.iter()
-                        .filter_map(|(key, channel)| {
-                            Some((key.clone(), self.channels[*channel].get()?))
-                        })
-                        .collect(),
-                )),
+                Reads::Map(keys) => self.read_map(graph.node_read_set[node], keys),
             };
             tasks.push(Task {
                 node,
@@ -485,39 +507,52 @@ impl Loop {
                 writes: Vec::new(),
             });
         }
+        self.candidate_buf = candidates;
         Ok(tasks)
+    }
+
+    /// The state map a node reads, shared with every node of the same read
+    /// set until one of its channels changes.
+    fn read_map(&mut self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
+        if let Some((built, value)) = &self.input_cache[set]
+            && keys.iter().all(|(_, c)| self.modified[*c] <= *built)
+        {
+            return value.clone();
+        }
+        let value = Value::new(StateValues::new(
+            keys.iter()
+                .filter_map(|(key, channel)| {
+                    Some((key.clone(), self.channels.get(*channel).get()?))
+                })
+                .collect(),
+        ));
+        self.input_cache[set] = Some((self.epoch, value.clone()));
+        value
     }
 
     fn triggered(&self, node: NodeId) -> bool {
         let triggers = &self.graph.nodes[node].triggers;
-        match &self.seen[node] {
-            None => triggers.iter().any(|c| self.channels[*c].is_available()),
-            Some(seen) => triggers
+        if !self.ran[node] {
+            return triggers
                 .iter()
-                .zip(seen)
-                .any(|(c, seen)| self.channels[*c].is_available() && self.versions[*c] > *seen),
+                .any(|c| self.channels.get(*c).is_available());
         }
+        let offset = self.graph.seen_offset[node];
+        triggers.iter().enumerate().any(|(i, c)| {
+            self.channels.get(*c).is_available() && self.versions[*c] > self.seen[offset + i]
+        })
     }
 
     fn task_context(&self, task: &Task) -> TaskContext {
-        let node = self.graph.shape.node_name(task.node).clone();
         TaskContext {
-            inner: Arc::new(TaskInfo {
-                task_id: std::sync::OnceLock::new(),
-                task_id_seed: TaskIdSeed {
-                    run: self.run_seed,
-                    step: self.step,
-                    push: match task.path {
-                        TaskPath::Pull(_) => None,
-                        TaskPath::Push(idx) => Some(idx),
-                    },
-                },
-                node,
-                step: self.step,
-                config: self.config.clone(),
-                remaining_steps: self.stop - self.step,
-            }),
-            sink: self.sink.clone(),
+            run: self.run.clone(),
+            node: self.graph.shape.node_name(task.node).clone(),
+            step: self.step,
+            push: match task.path {
+                TaskPath::Pull(_) => None,
+                TaskPath::Push(idx) => Some(idx),
+            },
+            remaining_steps: self.stop - self.step,
         }
     }
 
@@ -584,14 +619,19 @@ impl Loop {
             node: name,
             remaining_steps: self.stop - self.step,
         };
-        let mut writes = Vec::new();
+        let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         for writer in &node.writers {
             writer(&ctx, &mut writes)?;
         }
         task.writes = writes;
-        if !node.hidden && self.sink.wants(StreamMode::Updates) {
-            self.sink
-                .push(StreamMode::Updates, self.update_chunk(name, &task.writes));
+        if !node.hidden && self.run.sink.wants(StreamMode::Updates) {
+            let chunk = if task.writes.iter().any(|(c, _)| self.is_output(*c)) {
+                self.update_chunk(name, &task.writes)
+            } else {
+                // `{node: None}`, built once per node.
+                self.graph.none_updates[task.node].clone()
+            };
+            self.run.sink.push(StreamMode::Updates, chunk);
         }
         Ok(())
     }
@@ -621,11 +661,11 @@ impl Loop {
                         UpdatePayload::Maps(
                             shown
                                 .into_iter()
-                                .map(|pair| StateValues(vec![pair]))
+                                .map(|pair| StateValues::new(vec![pair]))
                                 .collect(),
                         )
                     } else {
-                        UpdatePayload::Map(StateValues(shown))
+                        UpdatePayload::Map(StateValues::new(shown))
                     }
                 }
             }
@@ -644,24 +684,28 @@ impl Loop {
     }
 
     fn emit_values(&self, updated: &[ChannelId]) {
-        if !self.sink.wants(StreamMode::Values) || !updated.iter().any(|c| self.is_output(*c)) {
+        if !self.run.sink.wants(StreamMode::Values) || !updated.iter().any(|c| self.is_output(*c)) {
             return;
         }
         let value = match &self.output {
-            IoChannels::One(channel) => self.channels[*channel].get().unwrap_or_else(Value::null),
-            IoChannels::Many(channels) => Value::new(StateValues(
+            IoChannels::One(channel) => self
+                .channels
+                .get(*channel)
+                .get()
+                .unwrap_or_else(Value::null),
+            IoChannels::Many(channels) => Value::new(StateValues::new(
                 channels
                     .iter()
                     .filter_map(|c| {
                         Some((
                             self.graph.shape.channel_name_arc(*c),
-                            self.channels[*c].get()?,
+                            self.channels.get(*c).get()?,
                         ))
                     })
                     .collect(),
             )),
         };
-        self.sink.push(StreamMode::Values, value);
+        self.run.sink.push(StreamMode::Values, value);
     }
 
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
@@ -678,17 +722,18 @@ impl Loop {
         let mut bumped = false;
         self.epoch += 1;
         let epoch = self.epoch;
-        let mut updated: Vec<ChannelId> = Vec::new();
+        let mut updated = std::mem::take(&mut self.updated_buf);
+        updated.clear();
 
         if from_tasks {
             // Record the trigger versions each pulled node ran on, then consume them.
             for task in tasks.iter() {
                 if let TaskPath::Pull(node) = task.path {
-                    let triggers = &graph.nodes[node].triggers;
-                    let seen = self.seen[node].get_or_insert_with(|| vec![None; triggers.len()]);
-                    for (slot, channel) in seen.iter_mut().zip(triggers) {
+                    self.ran[node] = true;
+                    let offset = graph.seen_offset[node];
+                    for (i, channel) in graph.nodes[node].triggers.iter().enumerate() {
                         if let Some(version) = self.versions[*channel] {
-                            *slot = Some(version);
+                            self.seen[offset + i] = Some(version);
                         }
                     }
                 }
@@ -696,8 +741,9 @@ impl Loop {
             for task in tasks.iter() {
                 if let TaskPath::Pull(node) = task.path {
                     for channel in &graph.nodes[node].triggers {
-                        if self.channels[*channel].consume() {
+                        if self.channels.get_mut(*channel).consume() {
                             self.versions[*channel] = Some(next);
+                            self.modified[*channel] = epoch;
                             bumped = true;
                         }
                     }
@@ -706,32 +752,44 @@ impl Loop {
         }
 
         // Group writes by channel, keeping task order within a channel.
-        let mut writes: Vec<(ChannelId, usize, Value)> = Vec::new();
+        let mut writes = std::mem::take(&mut self.write_buf);
+        writes.clear();
         for task in tasks.iter_mut() {
             for (channel, value) in task.writes.drain(..) {
                 let order = writes.len();
                 writes.push((channel, order, value));
             }
+            let spare = std::mem::take(&mut task.writes);
+            if spare.capacity() > 0 {
+                self.write_pool.get_mut().push(spare);
+            }
         }
         writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
-        let mut writes = writes.into_iter().peekable();
-        while let Some((channel, _, first)) = writes.next() {
-            let mut values = vec![first];
-            while let Some((_, _, value)) = writes.next_if(|(c, _, _)| *c == channel) {
-                values.push(value);
-            }
-            let changed = self.channels[channel]
-                .update(values)
-                .map_err(|err| err.at_key(self.name(channel)))?;
+        let mut pending = writes.drain(..).peekable();
+        while let Some((channel, _, first)) = pending.next() {
+            let changed = if pending.peek().is_some_and(|(c, _, _)| *c == channel) {
+                let mut values = vec![first];
+                while let Some((_, _, value)) = pending.next_if(|(c, _, _)| *c == channel) {
+                    values.push(value);
+                }
+                self.channels.get_mut(channel).update(values)
+            } else {
+                self.channels.get_mut(channel).update_one(first)
+            };
+            let changed = changed.map_err(|err| err.at_key(self.name(channel)))?;
             if changed {
                 self.versions[channel] = Some(next);
+                self.modified[channel] = epoch;
                 bumped = true;
-                if self.channels[channel].is_available() && self.mark[channel] != epoch {
+                if self.channels.get(channel).is_available() && self.mark[channel] != epoch {
                     self.mark[channel] = epoch;
                     updated.push(channel);
                 }
             }
         }
+
+        drop(pending);
+        self.write_buf = writes;
 
         // Channels not written this step hear about the new step (ephemeral
         // values clear themselves).
@@ -739,16 +797,19 @@ impl Loop {
             let live = std::mem::take(&mut self.live);
             for channel in &live {
                 let channel = *channel;
-                if self.mark[channel] == epoch || !self.channels[channel].is_available() {
+                if self.mark[channel] == epoch || !self.channels.get(channel).is_available() {
                     continue;
                 }
-                let changed = self.channels[channel]
+                let changed = self
+                    .channels
+                    .get_mut(channel)
                     .update(Vec::new())
                     .map_err(|err| err.at_key(self.name(channel)))?;
                 if changed {
                     self.versions[channel] = Some(next);
+                    self.modified[channel] = epoch;
                     bumped = true;
-                    if self.channels[channel].is_available() {
+                    if self.channels.get(channel).is_available() {
                         self.mark[channel] = epoch;
                         updated.push(channel);
                     }
@@ -761,11 +822,15 @@ impl Loop {
         let mut finished = Vec::new();
         if bump_step && !updated.iter().any(|c| graph.is_trigger[*c]) {
             for channel in 0..self.channels.len() {
-                if self.channels[channel].finish() {
+                if !self.channels.touched(channel) && !graph.finishes_initially[channel] {
+                    continue;
+                }
+                if self.channels.get_mut(channel).finish() {
                     self.versions[channel] = Some(next);
+                    self.modified[channel] = epoch;
                     bumped = true;
                     finished.push(channel);
-                    if self.channels[channel].is_available() && self.mark[channel] != epoch {
+                    if self.channels.get(channel).is_available() && self.mark[channel] != epoch {
                         self.mark[channel] = epoch;
                         updated.push(channel);
                     }
@@ -783,7 +848,7 @@ impl Loop {
         live.extend(finished);
         live.sort_unstable();
         live.dedup();
-        live.retain(|c| self.channels[*c].is_available());
+        live.retain(|c| self.channels.get(*c).is_available());
         self.live = live;
         Ok(updated)
     }
@@ -801,9 +866,9 @@ impl FreshReader for Loop {
             .map(|(_, v)| v.clone())
             .collect();
         if own.is_empty() {
-            return Ok(self.channels[channel].get());
+            return Ok(self.channels.get(channel).get());
         }
-        let mut copy = self.channels[channel].boxed_clone();
+        let mut copy = self.channels.get(channel).boxed_clone();
         copy.update(own)
             .map_err(|err| err.at_key(self.name(channel)))?;
         Ok(copy.get())
@@ -843,7 +908,7 @@ impl Serialize for InputCommand {
             map.serialize_entry("graph", "__parent__")?;
         }
         if !command.update.is_empty() {
-            let update = StateValues(
+            let update = StateValues::new(
                 command
                     .update
                     .iter()

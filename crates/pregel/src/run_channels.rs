@@ -1,0 +1,51 @@
+//! A run's channels: copied from the graph's channel specs on first change.
+//!
+//! Most channels of a large graph (one trigger channel per node) are never
+//! written in a given run, so copying all of them up front would make a
+//! run's start-up cost grow with the graph's size.
+
+use std::sync::Arc;
+
+use stategraph_channels::Channel;
+
+use crate::ChannelId;
+use crate::graph::PregelInner;
+
+pub(crate) struct RunChannels {
+    graph: Arc<PregelInner>,
+    // Invariant: `None` means the channel is still in its spec's initial state.
+    own: Vec<Option<Box<dyn Channel>>>,
+}
+
+impl RunChannels {
+    pub(crate) fn new(graph: Arc<PregelInner>) -> Self {
+        let mut own = Vec::new();
+        own.resize_with(graph.channels.len(), || None);
+        Self { graph, own }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.own.len()
+    }
+
+    /// Reads a channel.
+    pub(crate) fn get(&self, channel: ChannelId) -> &dyn Channel {
+        match &self.own[channel] {
+            Some(own) => own.as_ref(),
+            None => self.graph.channels[channel].as_ref(),
+        }
+    }
+
+    /// Changes a channel, copying it from its spec first if needed.
+    pub(crate) fn get_mut(&mut self, channel: ChannelId) -> &mut dyn Channel {
+        let graph = &self.graph;
+        self.own[channel]
+            .get_or_insert_with(|| graph.channels[channel].boxed_clone())
+            .as_mut()
+    }
+
+    /// Whether the channel was ever changed in this run.
+    pub(crate) fn touched(&self, channel: ChannelId) -> bool {
+        self.own[channel].is_some()
+    }
+}
