@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use stategraph_core::{RunnableConfig, Value};
-use stategraph_pregel::{Input, Pregel, Result, RunStream, StreamModes};
+use stategraph_pregel::{Input, Pregel, Result, RunOptions, RunStream, StreamModes};
 
 use crate::builder::StateGraph;
 use crate::draw::{DrawableGraph, GraphStructure};
@@ -90,6 +90,33 @@ impl CompiledStateGraph {
         let input: stategraph_pregel::StateValues = S::Update::from(input).into();
         let output = self.invoke(Value::new(input), config).await?;
         Ok(crate::state::from_output::<S>(output)?)
+    }
+
+    /// [`CompiledStateGraph::invoke`] with run options (a typed context read
+    /// by nodes through `TaskContext::context`).
+    ///
+    /// # Errors
+    /// What stopped the run.
+    pub async fn invoke_with(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> Result<Value> {
+        self.pregel.invoke_with(input, config, options).await
+    }
+
+    /// [`CompiledStateGraph::stream`] with run options: a typed context, and
+    /// `subgraphs(true)` to stream the chunks of subgraphs too, each with its
+    /// namespace.
+    pub fn stream_with(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        modes: impl Into<StreamModes>,
+        options: RunOptions,
+    ) -> RunStream {
+        self.pregel.stream_with(input, config, modes, options)
     }
 
     /// Runs the graph, streaming chunks of the requested modes.

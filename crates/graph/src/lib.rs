@@ -22,7 +22,9 @@ pub use state::State;
 /// `#[derive(State)]`: see the [`State`](trait@State) trait.
 pub use stategraph_macros::State;
 
-pub use stategraph_pregel::{Command, NodeError, Send, StateValues, StreamMode, TaskContext};
+pub use stategraph_pregel::{
+    Command, NodeError, RunOptions, Send, StateValues, StreamMode, TaskContext,
+};
 
 /// The entry pseudo-node.
 pub const START: &str = stategraph_pregel::names::START;

@@ -255,7 +255,7 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
             Box::pin(async move {
                 let config = ctx.config().clone();
                 let output = graph
-                    .invoke(input, &config)
+                    .invoke_with(input, &config, ctx.subgraph_options())
                     .await
                     .map_err(|err| NodeError::new(err.class().to_owned(), err.to_string()))?;
                 Ok(NodeOutput::Value(output))

@@ -11,9 +11,9 @@
 //! Not ported yet:
 //! - `checkpoints`, `subgraphs_checkpoints` — needs a checkpointer (and the
 //!   `checkpoints` stream mode).
-//! - `tasks`, `debug` — these stream modes are not implemented.
-//! - `subgraphs_single_mode`, `subgraphs_multi`, `v2_parts` — subgraph
-//!   namespaces (`subgraphs=True`) and v2 stream parts are not implemented.
+//! - `debug` — its checkpoint events need a checkpointer.
+//! - `v2_parts` — LangGraph's v2 stream parts are a Python output format;
+//!   our chunks already carry `namespace`, `mode` and `data`.
 //! - `default_mode` — `stream` takes its modes explicitly; there is no
 //!   default mode to observe.
 
@@ -27,7 +27,7 @@ use stategraph_core::RunnableConfig;
 use stategraph_graph::{
     CompiledStateGraph, END, NodeError, START, Schema, StateGraph, StreamMode, TaskContext,
 };
-use support::{assert_trace, fixture, invoke, stream_ok};
+use support::{assert_trace, assert_trace_ids, fixture, invoke, stream_ok};
 
 fn expected(key: &str) -> Json {
     fixture("17_stream_modes")[key].clone()
@@ -104,4 +104,53 @@ async fn trace_17_multi() {
 async fn trace_17_invoke_no_checkpointer_custom_ignored() {
     let out = invoke(&app(), json!({"log": []}), &RunnableConfig::default()).await;
     assert_trace(&out, &expected("invoke_no_checkpointer_custom_ignored"));
+}
+
+#[tokio::test]
+async fn trace_17_tasks() {
+    let streamed = stream_ok(
+        &app(),
+        json!({"log": []}),
+        &RunnableConfig::default(),
+        StreamMode::Tasks,
+    )
+    .await;
+    // Task ids differ per run: compare their identity structure.
+    assert_trace_ids(&streamed.payloads(), &expected("tasks"));
+}
+
+/// Streams with `subgraphs(true)` and returns `[namespace, (mode,) data]`.
+async fn stream_subgraphs(modes: stategraph_pregel::StreamModes, tag_mode: bool) -> Json {
+    use futures::StreamExt;
+    let chunks: Vec<Json> = app()
+        .stream_with(
+            json!({"log": []}),
+            &RunnableConfig::default(),
+            modes,
+            stategraph_graph::RunOptions::new().subgraphs(true),
+        )
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            let ns = json!(chunk.namespace.to_vec());
+            if tag_mode {
+                json!([ns, chunk.mode.as_str(), chunk.to_json()])
+            } else {
+                json!([ns, chunk.to_json()])
+            }
+        })
+        .collect()
+        .await;
+    Json::Array(chunks)
+}
+
+#[tokio::test]
+async fn trace_17_subgraphs_single_mode() {
+    let streamed = stream_subgraphs(StreamMode::Custom.into(), false).await;
+    assert_trace_ids(&streamed, &expected("subgraphs_single_mode"));
+}
+
+#[tokio::test]
+async fn trace_17_subgraphs_multi() {
+    let streamed = stream_subgraphs(StreamMode::Updates | StreamMode::Custom, true).await;
+    assert_trace_ids(&streamed, &expected("subgraphs_multi"));
 }

@@ -13,8 +13,8 @@ mod types;
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
-    FreshReader, NodeFn, NodeOutput, PregelNode, Reads, StateValues, TaskContext, WriteContext,
-    Writer, node_fn,
+    FreshReader, NodeFn, NodeOutput, PregelNode, Reads, RunOptions, StateValues, TaskContext,
+    WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{DEFAULT_RECURSION_LIMIT, Input, NodeUpdate, RunStream, UpdatePayload};

@@ -1,6 +1,7 @@
 //! Nodes of a Pregel graph: what triggers them, what they read, the function
 //! they run and how their output becomes channel writes.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -318,15 +319,26 @@ impl PregelNode {
     }
 }
 
-/// Where a run's chunks go: a queue the stream drains.
+/// Where a run's chunks go: a queue a stream drains, the modes it wants, the
+/// namespace its chunks carry and the channels its `values` and `updates`
+/// chunks show.
 #[derive(Clone)]
 pub(crate) struct Sink {
     pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
     pub(crate) modes: StreamModes,
     pub(crate) namespace: Arc<[String]>,
+    pub(crate) shown: crate::IoChannels,
 }
 
 impl Sink {
+    /// Whether `values`/`updates` chunks of this sink show `channel`.
+    pub(crate) fn shows(&self, channel: crate::ChannelId) -> bool {
+        match &self.shown {
+            crate::IoChannels::One(c) => *c == channel,
+            crate::IoChannels::Many(cs) => cs.contains(&channel),
+        }
+    }
+
     pub(crate) fn wants(&self, mode: StreamMode) -> bool {
         self.modes.contains(mode)
     }
@@ -406,8 +418,88 @@ pub struct TaskContext {
 /// What every task of a run shares.
 pub(crate) struct RunInfo {
     pub(crate) config: RunnableConfig,
+    /// The run's own stream.
     pub(crate) sink: Sink,
+    /// The root stream, for a subgraph run streamed with `subgraphs`.
+    pub(crate) forward: Option<Sink>,
     pub(crate) seed: u64,
+    pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    /// Whether subgraph chunks reach the root stream.
+    pub(crate) subgraphs: bool,
+    /// Whether this run is a subgraph of another run.
+    pub(crate) child: bool,
+}
+
+impl RunInfo {
+    /// The sinks a chunk of this run goes to.
+    pub(crate) fn sinks(&self) -> impl Iterator<Item = &Sink> {
+        std::iter::once(&self.sink).chain(self.forward.as_ref())
+    }
+
+    /// Whether any sink wants `mode`.
+    pub(crate) fn wants(&self, mode: StreamMode) -> bool {
+        self.sinks().any(|sink| sink.wants(mode))
+    }
+}
+
+/// Options of one run beyond its input and configuration.
+///
+/// ```
+/// use stategraph_pregel::RunOptions;
+///
+/// #[derive(Debug)]
+/// struct UserContext { user_id: String }
+///
+/// let options = RunOptions::new()
+///     .context(UserContext { user_id: "u-1".into() })
+///     .subgraphs(true);
+/// ```
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) subgraphs: bool,
+    pub(crate) forward: Option<Forward>,
+}
+
+/// Where a subgraph run forwards its chunks.
+#[derive(Clone)]
+pub(crate) struct Forward {
+    pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    pub(crate) modes: StreamModes,
+    pub(crate) namespace: Arc<[String]>,
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("context", &self.context.is_some())
+            .field("subgraphs", &self.subgraphs)
+            .field("forwarded", &self.forward.is_some())
+            .finish()
+    }
+}
+
+impl RunOptions {
+    /// No context, subgraph chunks not streamed.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A run-scoped, typed context that every node can read with
+    /// [`TaskContext::context`] (LangGraph's `context=` / `Runtime.context`).
+    #[must_use]
+    pub fn context<C: Any + Send + Sync>(mut self, context: C) -> Self {
+        self.context = Some(Arc::new(context));
+        self
+    }
+
+    /// Streams the chunks of subgraphs too, each with its namespace
+    /// (`["node:task_id", ...]`), as LangGraph's `subgraphs=True`.
+    #[must_use]
+    pub fn subgraphs(mut self, subgraphs: bool) -> Self {
+        self.subgraphs = subgraphs;
+        self
+    }
 }
 
 impl TaskContext {
@@ -459,7 +551,41 @@ impl TaskContext {
 
     /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
     pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
-        self.run.sink.push(StreamMode::Custom, Value::new(value));
+        let value = Value::new(value);
+        for sink in self.run.sinks() {
+            sink.push(StreamMode::Custom, value.clone());
+        }
+    }
+
+    /// The run's typed context, if it was given one of type `C`.
+    pub fn context<C: Any + Send + Sync>(&self) -> Option<&C> {
+        self.run.context.as_deref()?.downcast_ref::<C>()
+    }
+
+    /// The options for running a subgraph inside this task: the same
+    /// context, and when the root run streams subgraphs, this task's
+    /// namespace (`node:task_id`) added to the chunks it forwards.
+    pub fn subgraph_options(&self) -> RunOptions {
+        let target = if self.run.child {
+            self.run.forward.as_ref()
+        } else if self.run.subgraphs {
+            Some(&self.run.sink)
+        } else {
+            None
+        };
+        RunOptions {
+            context: self.run.context.clone(),
+            subgraphs: self.run.subgraphs,
+            forward: target.map(|sink| {
+                let mut namespace = sink.namespace.to_vec();
+                namespace.push(format!("{}:{}", self.node, self.task_id()));
+                Forward {
+                    queue: sink.queue.clone(),
+                    modes: sink.modes,
+                    namespace: Arc::from(namespace),
+                }
+            }),
+        }
     }
 }
 

@@ -24,7 +24,8 @@ use stategraph_core::{RunnableConfig, Value};
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, Reads, RunInfo, Sink, StateValues, TaskContext, WriteContext,
+    FreshReader, NodeOutput, Reads, RunInfo, RunOptions, Sink, StateValues, TaskContext,
+    WriteContext,
 };
 use crate::retry;
 use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
@@ -74,6 +75,17 @@ impl Pregel {
         config: &RunnableConfig,
         modes: impl Into<StreamModes>,
     ) -> RunStream {
+        self.stream_with(input, config, modes, RunOptions::default())
+    }
+
+    /// [`Pregel::stream`] with run options (a typed context, subgraph chunks).
+    pub fn stream_with(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        modes: impl Into<StreamModes>,
+        options: RunOptions,
+    ) -> RunStream {
         let stream = self.inner.stream.clone();
         RunStream::start(
             self.inner.clone(),
@@ -81,6 +93,7 @@ impl Pregel {
             config.clone(),
             modes.into(),
             stream,
+            options,
         )
     }
 
@@ -90,6 +103,20 @@ impl Pregel {
     /// # Errors
     /// Whatever stopped the run: a node error, an invalid update, the recursion limit.
     pub async fn invoke(&self, input: impl Into<Input>, config: &RunnableConfig) -> Result<Value> {
+        self.invoke_with(input, config, RunOptions::default()).await
+    }
+
+    /// [`Pregel::invoke`] with run options (a typed context; a subgraph run
+    /// forwarding its chunks to the root stream).
+    ///
+    /// # Errors
+    /// As [`Pregel::invoke`].
+    pub async fn invoke_with(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> Result<Value> {
         let output = self.inner.output.clone();
         let mut stream = RunStream::start(
             self.inner.clone(),
@@ -97,6 +124,7 @@ impl Pregel {
             config.clone(),
             StreamMode::Values.into(),
             output,
+            options,
         );
         let mut latest = None;
         while let Some(chunk) = stream.next().await {
@@ -120,14 +148,32 @@ impl RunStream {
         config: RunnableConfig,
         modes: StreamModes,
         output: IoChannels,
+        options: RunOptions,
     ) -> Self {
         let queue = Arc::new(Mutex::new(VecDeque::new()));
         let sink = Sink {
             queue: queue.clone(),
             modes,
             namespace: Arc::from(Vec::new()),
+            shown: output,
         };
-        let run = Loop::new(graph, config, sink, output).run(input);
+        let forward = options.forward.map(|forward| Sink {
+            queue: forward.queue,
+            modes: forward.modes,
+            namespace: forward.namespace,
+            shown: graph.stream.clone(),
+        });
+        let child = forward.is_some();
+        let run_info = RunInfo {
+            config,
+            sink,
+            forward,
+            seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            context: options.context,
+            subgraphs: options.subgraphs,
+            child,
+        };
+        let run = Loop::new(graph, run_info).run(input);
         Self {
             run: Some(Box::pin(run)),
             queue,
@@ -224,7 +270,6 @@ struct Loop {
     limit: usize,
     // Shared with every task of the run.
     run: Arc<RunInfo>,
-    output: IoChannels,
     // Per channel: the epoch of its last change (value or availability).
     modified: Vec<u64>,
     // Per read set: the input built for it and the epoch it was built at.
@@ -239,16 +284,14 @@ struct Loop {
 }
 
 impl Loop {
-    fn new(
-        graph: Arc<PregelInner>,
-        config: RunnableConfig,
-        sink: Sink,
-        output: IoChannels,
-    ) -> Self {
+    fn new(graph: Arc<PregelInner>, run: RunInfo) -> Self {
         let channels = RunChannels::new(graph.clone());
         let count = channels.len();
         let live = graph.initially_live.clone();
-        let limit = config.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
+        let limit = run
+            .config
+            .recursion_limit
+            .unwrap_or(DEFAULT_RECURSION_LIMIT);
         let triggers = graph.nodes.iter().map(|n| n.triggers.len()).sum();
         Self {
             seen: vec![None; triggers],
@@ -262,12 +305,7 @@ impl Loop {
             step: -1,
             stop: 0,
             limit,
-            run: Arc::new(RunInfo {
-                config,
-                sink,
-                seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
-            }),
-            output,
+            run: Arc::new(run),
             modified: vec![0; count],
             input_cache: vec![None; graph.read_sets.len()],
             task_buf: Vec::new(),
@@ -300,7 +338,7 @@ impl Loop {
             self.task_buf = tasks;
             self.emit_values(&updated);
             self.step += 1;
-            if self.run.sink.has_pending() {
+            if self.run.sinks().any(Sink::has_pending) {
                 YieldNow(false).await;
             }
         }
@@ -558,6 +596,11 @@ impl Loop {
 
     async fn execute(&mut self, tasks: &mut [Task]) -> Result<()> {
         let graph = self.graph.clone();
+        if self.wants_task_events() {
+            for task in tasks.iter() {
+                self.emit_task_start(task);
+            }
+        }
         if let [task] = tasks {
             let node = &graph.nodes[task.node];
             let output = match &node.func {
@@ -568,7 +611,7 @@ impl Loop {
                     &node.retry,
                 )
                 .await
-                .map_err(|error| self.node_error(task.node, error))?,
+                .map_err(|error| self.task_failed(task, error))?,
                 None => passthrough(&task.input),
             };
             self.finish_task(task, &output)?;
@@ -595,17 +638,108 @@ impl Loop {
             }
         }
         while let Some((index, result)) = running.next().await {
-            let output = result.map_err(|error| self.node_error(tasks[index].node, error))?;
+            let output = result.map_err(|error| self.task_failed(&tasks[index], error))?;
             self.finish_task(&mut tasks[index], &output)?;
         }
         Ok(())
     }
 
-    fn node_error(&self, node: NodeId, error: NodeError) -> PregelError {
+    /// Reports a failed task (`tasks`/`debug` chunks) and wraps its error.
+    fn task_failed(&self, task: &Task, error: NodeError) -> PregelError {
+        if self.wants_task_events() && !self.graph.nodes[task.node].hidden {
+            let id = self.task_id(task);
+            let name = self.graph.shape.node_name(task.node).clone();
+            let repr = error.repr();
+            self.emit_task_event("task_result", |_| TaskResult {
+                id: id.clone(),
+                name: name.clone(),
+                error: Some(repr.clone()),
+                result: StateValues::default(),
+                interrupts: Vec::new(),
+            });
+        }
         PregelError::Node {
-            node: self.graph.shape.node_name(node).to_string(),
+            node: self.graph.shape.node_name(task.node).to_string(),
             error,
         }
+    }
+
+    fn wants_task_events(&self) -> bool {
+        self.run.wants(StreamMode::Tasks) || self.run.wants(StreamMode::Debug)
+    }
+
+    fn task_id(&self, task: &Task) -> String {
+        crate::node::TaskIdSeed {
+            run: self.run.seed,
+            step: self.step,
+            push: match task.path {
+                TaskPath::Pull(_) => None,
+                TaskPath::Push(idx) => Some(idx),
+            },
+        }
+        .task_id(self.graph.shape.node_name(task.node))
+    }
+
+    /// Emits a `tasks` chunk and its `debug` twin to every sink wanting them,
+    /// with the payload built for that sink.
+    fn emit_task_event<P: Serialize + Clone + std::marker::Send + Sync + 'static>(
+        &self,
+        kind: &'static str,
+        payload: impl Fn(&Sink) -> P,
+    ) {
+        for sink in self.run.sinks() {
+            if !sink.wants(StreamMode::Tasks) && !sink.wants(StreamMode::Debug) {
+                continue;
+            }
+            let payload = payload(sink);
+            if sink.wants(StreamMode::Debug) {
+                sink.push(
+                    StreamMode::Debug,
+                    Value::new(DebugEvent {
+                        step: self.step,
+                        timestamp: chrono::Utc::now()
+                            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                        kind,
+                        payload: payload.clone(),
+                    }),
+                );
+            }
+            sink.push(StreamMode::Tasks, Value::new(payload));
+        }
+    }
+
+    /// `{id, name, input, triggers}` for a task about to run.
+    fn emit_task_start(&self, task: &Task) {
+        let node = &self.graph.nodes[task.node];
+        if node.hidden {
+            return;
+        }
+        let triggers: Vec<Arc<str>> = match task.path {
+            TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
+            TaskPath::Pull(id) => {
+                let offset = self.graph.seen_offset[id];
+                let mut fired: Vec<Arc<str>> = node
+                    .triggers
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, c)| {
+                        self.channels.get(**c).is_available()
+                            && (!self.ran[id] || self.versions[**c] > self.seen[offset + i])
+                    })
+                    .map(|(_, c)| self.graph.shape.channel_name_arc(*c))
+                    .collect();
+                fired.sort();
+                fired
+            }
+        };
+        let id = self.task_id(task);
+        let name = self.graph.shape.node_name(task.node).clone();
+        self.emit_task_event("task", |_| TaskStart {
+            id: id.clone(),
+            name: name.clone(),
+            input: task.input.clone(),
+            triggers: triggers.clone(),
+        });
     }
 
     /// Runs the node's writers on its output and emits its `updates` chunk.
@@ -624,26 +758,52 @@ impl Loop {
             writer(&ctx, &mut writes)?;
         }
         task.writes = writes;
-        if !node.hidden && self.run.sink.wants(StreamMode::Updates) {
-            let chunk = if task.writes.iter().any(|(c, _)| self.is_output(*c)) {
-                self.update_chunk(name, &task.writes)
+        if node.hidden {
+            return Ok(());
+        }
+        for sink in self
+            .run
+            .sinks()
+            .filter(|sink| sink.wants(StreamMode::Updates))
+        {
+            let chunk = if task.writes.iter().any(|(c, _)| sink.shows(*c)) {
+                self.update_chunk(name, &task.writes, sink)
             } else {
                 // `{node: None}`, built once per node.
                 self.graph.none_updates[task.node].clone()
             };
-            self.run.sink.push(StreamMode::Updates, chunk);
+            sink.push(StreamMode::Updates, chunk);
+        }
+        if self.wants_task_events() {
+            let id = self.task_id(task);
+            self.emit_task_event("task_result", |sink| {
+                // The task's writes to the channels the sink shows, the last per key.
+                let mut result: Vec<(Arc<str>, Value)> = Vec::new();
+                for (channel, value) in task.writes.iter().filter(|(c, _)| sink.shows(*c)) {
+                    let key = self.graph.shape.channel_name_arc(*channel);
+                    result.retain(|(k, _)| *k != key);
+                    result.push((key, value.clone()));
+                }
+                TaskResult {
+                    id: id.clone(),
+                    name: name.clone(),
+                    error: None,
+                    result: StateValues::new(result),
+                    interrupts: Vec::new(),
+                }
+            });
         }
         Ok(())
     }
 
     /// `{node: update}` from the task's writes to the stream channels.
-    fn update_chunk(&self, node: &Arc<str>, writes: &[(ChannelId, Value)]) -> Value {
+    fn update_chunk(&self, node: &Arc<str>, writes: &[(ChannelId, Value)], sink: &Sink) -> Value {
         let shown: Vec<(Arc<str>, Value)> = writes
             .iter()
-            .filter(|(c, _)| self.is_output(*c))
+            .filter(|(c, _)| sink.shows(*c))
             .map(|(c, v)| (self.graph.shape.channel_name_arc(*c), v.clone()))
             .collect();
-        let update = match &self.output {
+        let update = match &sink.shown {
             IoChannels::One(_) => match shown.len() {
                 0 => UpdatePayload::None,
                 1 => UpdatePayload::Value(shown[0].1.clone()),
@@ -676,36 +836,31 @@ impl Loop {
         })
     }
 
-    fn is_output(&self, channel: ChannelId) -> bool {
-        match &self.output {
-            IoChannels::One(c) => *c == channel,
-            IoChannels::Many(cs) => cs.contains(&channel),
-        }
-    }
-
     fn emit_values(&self, updated: &[ChannelId]) {
-        if !self.run.sink.wants(StreamMode::Values) || !updated.iter().any(|c| self.is_output(*c)) {
-            return;
+        for sink in self.run.sinks() {
+            if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
+                continue;
+            }
+            let value = match &sink.shown {
+                IoChannels::One(channel) => self
+                    .channels
+                    .get(*channel)
+                    .get()
+                    .unwrap_or_else(Value::null),
+                IoChannels::Many(channels) => Value::new(StateValues::new(
+                    channels
+                        .iter()
+                        .filter_map(|c| {
+                            Some((
+                                self.graph.shape.channel_name_arc(*c),
+                                self.channels.get(*c).get()?,
+                            ))
+                        })
+                        .collect(),
+                )),
+            };
+            sink.push(StreamMode::Values, value);
         }
-        let value = match &self.output {
-            IoChannels::One(channel) => self
-                .channels
-                .get(*channel)
-                .get()
-                .unwrap_or_else(Value::null),
-            IoChannels::Many(channels) => Value::new(StateValues::new(
-                channels
-                    .iter()
-                    .filter_map(|c| {
-                        Some((
-                            self.graph.shape.channel_name_arc(*c),
-                            self.channels.get(*c).get()?,
-                        ))
-                    })
-                    .collect(),
-            )),
-        };
-        self.run.sink.push(StreamMode::Values, value);
     }
 
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
@@ -975,6 +1130,35 @@ async fn run_with_retry(
         );
         tokio::time::sleep(wait).await;
     }
+}
+
+/// A `tasks` chunk for a task about to run.
+#[derive(Clone, Debug, Serialize)]
+struct TaskStart {
+    id: String,
+    name: Arc<str>,
+    input: Value,
+    triggers: Vec<Arc<str>>,
+}
+
+/// A `tasks` chunk for a finished (or failed) task.
+#[derive(Clone, Debug, Serialize)]
+struct TaskResult {
+    id: String,
+    name: Arc<str>,
+    error: Option<String>,
+    result: StateValues,
+    interrupts: Vec<Value>,
+}
+
+/// A `debug` chunk: a task event with its step and time.
+#[derive(Clone, Debug, Serialize)]
+struct DebugEvent<P> {
+    step: i64,
+    timestamp: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    payload: P,
 }
 
 /// The payload of an `updates` chunk: `{node: update}`.
