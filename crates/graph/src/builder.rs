@@ -19,6 +19,7 @@ pub struct NodeSpec {
     /// Labels drawn on the edges to some destinations.
     pub(crate) destination_labels: BTreeMap<String, String>,
     pub(crate) metadata: stategraph_core::JsonMap,
+    pub(crate) cache: Option<stategraph_pregel::CachePolicy>,
     /// The compiled graph this node runs, when it is one (drawn expanded
     /// with `get_graph(true)`).
     pub(crate) subgraph: Option<CompiledStateGraph>,
@@ -39,7 +40,17 @@ impl NodeSpec {
             destinations: Vec::new(),
             destination_labels: BTreeMap::new(),
             metadata: stategraph_core::JsonMap::new(),
+            cache: None,
         }
+    }
+
+    /// Caches the node's results under `policy`, in the cache given to
+    /// [`CompileOptions::cache`](crate::CompileOptions::cache) (LangGraph's
+    /// `cache_policy`).
+    #[must_use]
+    pub fn cache(mut self, policy: stategraph_pregel::CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
     }
 
     /// Reads only these state keys (LangGraph's node `input_schema`).

@@ -14,8 +14,9 @@ use stategraph_channels::{
 };
 use stategraph_core::Value;
 use stategraph_pregel::{
-    ChannelId, CommandGraph, Goto, IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelBuilder,
-    PregelError, PregelNode, Reads, StateValues, TaskContext, WriteContext, Writer, names,
+    ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
+    PregelBuilder, PregelError, PregelNode, Reads, StateValues, TaskContext, WriteContext, Writer,
+    names,
 };
 
 use crate::builder::{Branch, Managed, StateGraph};
@@ -29,7 +30,7 @@ impl StateGraph {
     /// # Errors
     /// What [`StateGraph::validate`] finds.
     pub fn compile(&self) -> Result<CompiledStateGraph, GraphError> {
-        self.compile_named("LangGraph")
+        self.compile_with(CompileOptions::new())
     }
 
     /// [`StateGraph::compile`] with a graph name.
@@ -37,8 +38,19 @@ impl StateGraph {
     /// # Errors
     /// What [`StateGraph::validate`] finds.
     pub fn compile_named(&self, name: &str) -> Result<CompiledStateGraph, GraphError> {
+        self.compile_with(CompileOptions::new().name(name))
+    }
+
+    /// [`StateGraph::compile`] with options: a name and a node cache.
+    ///
+    /// # Errors
+    /// What [`StateGraph::validate`] finds.
+    pub fn compile_with(&self, options: CompileOptions) -> Result<CompiledStateGraph, GraphError> {
         self.validate(&[])?;
-        let mut builder = Pregel::builder().name(name);
+        let mut builder = Pregel::builder().name(options.name.as_deref().unwrap_or("LangGraph"));
+        if let Some(cache) = options.cache {
+            builder = builder.cache(cache);
+        }
         let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
         let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::new();
         for (key, channel) in self.schema.channels() {
@@ -101,6 +113,9 @@ impl StateGraph {
             );
             node.set_retry(spec.retry.clone());
             node.set_metadata(spec.metadata.clone());
+            if let Some(policy) = &spec.cache {
+                node.set_cache_policy(policy.clone());
+            }
             builder.add_node(name, node)?;
         }
 
@@ -212,6 +227,34 @@ fn add_managed(
         state.push(key.clone(), Value::from_json(kind.value(remaining_steps)));
     }
     state
+}
+
+/// Options of [`StateGraph::compile_with`].
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    name: Option<String>,
+    cache: Option<Arc<dyn NodeCache>>,
+}
+
+impl CompileOptions {
+    /// The defaults: graph name `LangGraph`, no cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The graph's name.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The cache for nodes with a cache policy (LangGraph's `cache=`).
+    #[must_use]
+    pub fn cache(mut self, cache: impl NodeCache) -> Self {
+        self.cache = Some(Arc::new(cache));
+        self
+    }
 }
 
 fn node_mut<'a>(

@@ -11,6 +11,7 @@ mod schema;
 mod state;
 
 pub use builder::{NodeSpec, PathMap, StateGraph};
+pub use compile::CompileOptions;
 pub use compiled::CompiledStateGraph;
 pub use draw::{
     CurveStyle, DrawableGraph, GraphEdge, GraphNode, MermaidOptions, NodeData, NodeStyles,
@@ -23,7 +24,8 @@ pub use state::State;
 pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
-    Command, NodeError, RunOptions, Send, StateValues, StreamMode, TaskContext,
+    CachePolicy, Command, InMemoryCache, NodeError, RunOptions, Send, StateValues, StreamMode,
+    TaskContext,
 };
 
 /// The entry pseudo-node.

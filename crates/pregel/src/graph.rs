@@ -90,6 +90,7 @@ pub(crate) struct PregelInner {
     pub(crate) finishes_initially: Vec<bool>,
     // Per node: its `{node: None}` updates chunk, shared by every run.
     pub(crate) none_updates: Vec<stategraph_core::Value>,
+    pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) name: String,
 }
 
@@ -136,6 +137,7 @@ pub struct PregelBuilder {
     channels: Vec<Box<dyn Channel>>,
     nodes: Vec<(Arc<str>, PregelNode)>,
     node_positions: HashMap<Arc<str>, usize>,
+    cache: Option<Arc<dyn crate::NodeCache>>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
@@ -272,6 +274,13 @@ impl PregelBuilder {
         self
     }
 
+    /// Caches the results of nodes that have a cache policy here.
+    #[must_use]
+    pub fn cache(mut self, cache: Arc<dyn crate::NodeCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
     /// Sets the graph's name.
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -351,6 +360,7 @@ impl PregelBuilder {
                 stategraph_core::Value::new(crate::run::NodeUpdate {
                     node: name.clone(),
                     update: crate::run::UpdatePayload::None,
+                    cached: false,
                 })
             })
             .collect();
@@ -398,6 +408,7 @@ impl PregelBuilder {
                 initially_live,
                 finishes_initially,
                 none_updates,
+                cache: self.cache.take(),
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
             }),
         })

@@ -1,6 +1,7 @@
 //! The Pregel (bulk-synchronous) runtime of stategraph.
 #![doc = include_str!("../README.md")]
 
+mod cache;
 mod error;
 mod graph;
 mod node;
@@ -10,6 +11,7 @@ mod run;
 mod run_channels;
 mod types;
 
+pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{

@@ -258,6 +258,7 @@ pub struct PregelNode {
     pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) hidden: bool,
     pub(crate) metadata: stategraph_core::JsonMap,
+    pub(crate) cache: Option<crate::CachePolicy>,
 }
 
 impl fmt::Debug for PregelNode {
@@ -288,6 +289,7 @@ impl PregelNode {
             retry: Vec::new(),
             hidden: false,
             metadata: stategraph_core::JsonMap::new(),
+            cache: None,
         }
     }
 
@@ -311,6 +313,12 @@ impl PregelNode {
     /// Hides the node's output from the `updates` stream (LangGraph's `TAG_HIDDEN`).
     pub fn set_hidden(&mut self, hidden: bool) {
         self.hidden = hidden;
+    }
+
+    /// Caches the node's results under this policy (used when the graph
+    /// has a cache).
+    pub fn set_cache_policy(&mut self, policy: crate::CachePolicy) {
+        self.cache = Some(policy);
     }
 
     /// Sets metadata reported with the node's tasks.

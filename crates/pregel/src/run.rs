@@ -243,11 +243,26 @@ enum TaskPath {
     Push(usize),
 }
 
+impl Task {
+    /// The pseudo-task that carries a run's input writes.
+    fn input(writes: Vec<(ChannelId, Value)>) -> Self {
+        Self {
+            node: usize::MAX,
+            path: TaskPath::Push(usize::MAX),
+            input: Value::null(),
+            writes,
+            cached: false,
+        }
+    }
+}
+
 struct Task {
     node: NodeId,
     path: TaskPath,
     input: Value,
     writes: Vec<(ChannelId, Value)>,
+    // Set when the writes came from the node cache instead of a run.
+    cached: bool,
 }
 
 /// One run's mutable state.
@@ -388,12 +403,7 @@ impl Loop {
         if writes.is_empty() {
             return Err(PregelError::EmptyInput(self.input_names()));
         }
-        let mut input_task = Task {
-            node: usize::MAX,
-            path: TaskPath::Push(usize::MAX),
-            input: Value::null(),
-            writes,
-        };
+        let mut input_task = Task::input(writes);
         self.apply(std::slice::from_mut(&mut input_task), false)
     }
 
@@ -417,12 +427,7 @@ impl Loop {
         if writes.is_empty() {
             return Err(PregelError::EmptyInput(self.input_names()));
         }
-        let mut null_task = Task {
-            node: usize::MAX,
-            path: TaskPath::Push(usize::MAX),
-            input: Value::null(),
-            writes,
-        };
+        let mut null_task = Task::input(writes);
         let updated = self.apply(std::slice::from_mut(&mut null_task), false)?;
         let IoChannels::One(input) = self.graph.input else {
             return Ok(updated);
@@ -440,12 +445,7 @@ impl Loop {
         // The discarded tasks have no writes; applying them records what
         // they saw and lets the trigger values expire.
         let mut tasks = self.prepare_tasks(&updated)?;
-        tasks.push(Task {
-            node: usize::MAX,
-            path: TaskPath::Push(usize::MAX),
-            input: Value::null(),
-            writes: vec![(input, command)],
-        });
+        tasks.push(Task::input(vec![(input, command)]));
         self.apply(&mut tasks, true)
     }
 
@@ -508,6 +508,7 @@ impl Loop {
                         path: TaskPath::Push(idx),
                         input: send.arg.clone(),
                         writes: Vec::new(),
+                        cached: false,
                     }),
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
@@ -543,6 +544,7 @@ impl Loop {
                 path: TaskPath::Pull(node),
                 input,
                 writes: Vec::new(),
+                cached: false,
             });
         }
         self.candidate_buf = candidates;
@@ -601,7 +603,15 @@ impl Loop {
                 self.emit_task_start(task);
             }
         }
+        if graph.cache.is_some() {
+            for task in tasks.iter_mut() {
+                self.use_cached_writes(task);
+            }
+        }
         if let [task] = tasks {
+            if task.cached {
+                return Ok(());
+            }
             let node = &graph.nodes[task.node];
             let output = match &node.func {
                 Some(func) => run_with_retry(
@@ -619,6 +629,9 @@ impl Loop {
         }
         let mut running = FuturesUnordered::new();
         for (index, task) in tasks.iter_mut().enumerate() {
+            if task.cached {
+                continue;
+            }
             let node = &graph.nodes[task.node];
             match &node.func {
                 Some(func) => {
@@ -642,6 +655,51 @@ impl Loop {
             self.finish_task(&mut tasks[index], &output)?;
         }
         Ok(())
+    }
+
+    /// The cache namespace and key of a task, when its node and the graph cache.
+    fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
+        let policy = self.graph.nodes[task.node].cache.as_ref()?;
+        self.graph.cache.as_ref()?;
+        let namespace = format!(
+            "__pregel_ns_writes:{}",
+            self.graph.shape.node_name(task.node)
+        );
+        Some((namespace, policy.key_of(&task.input)))
+    }
+
+    /// Takes a task's writes from the node cache when they are there.
+    fn use_cached_writes(&self, task: &mut Task) {
+        let (Some((namespace, key)), Some(cache)) =
+            (self.cache_slot(task), self.graph.cache.as_ref())
+        else {
+            return;
+        };
+        let Some(writes) = cache.get(&namespace, &key) else {
+            return;
+        };
+        task.writes = crate::cache::resolve(&writes, |name| self.graph.shape.channel_id(name));
+        task.cached = true;
+        self.emit_updates(task, true);
+    }
+
+    /// Stores a finished task's writes in the node cache.
+    fn store_cached_writes(&self, task: &Task) {
+        let (Some((namespace, key)), Some(cache)) =
+            (self.cache_slot(task), self.graph.cache.as_ref())
+        else {
+            return;
+        };
+        let ttl = self.graph.nodes[task.node]
+            .cache
+            .as_ref()
+            .and_then(|p| p.ttl);
+        let writes = task
+            .writes
+            .iter()
+            .map(|(channel, value)| (self.graph.shape.channel_name_arc(*channel), value.clone()))
+            .collect();
+        cache.set(&namespace, &key, writes, ttl);
     }
 
     /// Reports a failed task (`tasks`/`debug` chunks) and wraps its error.
@@ -758,22 +816,13 @@ impl Loop {
             writer(&ctx, &mut writes)?;
         }
         task.writes = writes;
+        if node.cache.is_some() {
+            self.store_cached_writes(task);
+        }
         if node.hidden {
             return Ok(());
         }
-        for sink in self
-            .run
-            .sinks()
-            .filter(|sink| sink.wants(StreamMode::Updates))
-        {
-            let chunk = if task.writes.iter().any(|(c, _)| sink.shows(*c)) {
-                self.update_chunk(name, &task.writes, sink)
-            } else {
-                // `{node: None}`, built once per node.
-                self.graph.none_updates[task.node].clone()
-            };
-            sink.push(StreamMode::Updates, chunk);
-        }
+        self.emit_updates(task, false);
         if self.wants_task_events() {
             let id = self.task_id(task);
             self.emit_task_event("task_result", |sink| {
@@ -796,8 +845,35 @@ impl Loop {
         Ok(())
     }
 
+    /// Emits the task's `updates` chunk to every sink that wants one.
+    fn emit_updates(&self, task: &Task, cached: bool) {
+        if self.graph.nodes[task.node].hidden {
+            return;
+        }
+        let name = self.graph.shape.node_name(task.node);
+        for sink in self
+            .run
+            .sinks()
+            .filter(|sink| sink.wants(StreamMode::Updates))
+        {
+            let chunk = if cached || task.writes.iter().any(|(c, _)| sink.shows(*c)) {
+                self.update_chunk(name, &task.writes, sink, cached)
+            } else {
+                // `{node: None}`, built once per node.
+                self.graph.none_updates[task.node].clone()
+            };
+            sink.push(StreamMode::Updates, chunk);
+        }
+    }
+
     /// `{node: update}` from the task's writes to the stream channels.
-    fn update_chunk(&self, node: &Arc<str>, writes: &[(ChannelId, Value)], sink: &Sink) -> Value {
+    fn update_chunk(
+        &self,
+        node: &Arc<str>,
+        writes: &[(ChannelId, Value)],
+        sink: &Sink,
+        cached: bool,
+    ) -> Value {
         let shown: Vec<(Arc<str>, Value)> = writes
             .iter()
             .filter(|(c, _)| sink.shows(*c))
@@ -833,6 +909,7 @@ impl Loop {
         Value::new(NodeUpdate {
             node: node.clone(),
             update,
+            cached,
         })
     }
 
@@ -1168,6 +1245,9 @@ pub struct NodeUpdate {
     pub node: Arc<str>,
     /// What it wrote to the stream channels.
     pub update: UpdatePayload,
+    /// Whether the writes came from the node cache (shown as
+    /// `"__metadata__": {"cached": true}`).
+    pub cached: bool,
 }
 
 /// What a node wrote to the stream channels, shaped as LangGraph shows it.
@@ -1191,13 +1271,16 @@ impl Serialize for NodeUpdate {
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(1))?;
+        let mut map = serializer.serialize_map(Some(1 + usize::from(self.cached)))?;
         match &self.update {
             UpdatePayload::None => map.serialize_entry(&*self.node, &())?,
             UpdatePayload::Value(value) => map.serialize_entry(&*self.node, value)?,
             UpdatePayload::Values(values) => map.serialize_entry(&*self.node, values)?,
             UpdatePayload::Map(values) => map.serialize_entry(&*self.node, values)?,
             UpdatePayload::Maps(values) => map.serialize_entry(&*self.node, values)?,
+        }
+        if self.cached {
+            map.serialize_entry("__metadata__", &serde_json::json!({"cached": true}))?;
         }
         map.end()
     }
