@@ -364,9 +364,7 @@ fn control_writer(routing: Arc<Routing>) -> Writer {
         };
         for command in commands {
             if command.graph == CommandGraph::Parent {
-                return Err(PregelError::InvalidGraph(
-                    "Command(graph=PARENT) needs a parent graph; subgraphs arrive with the subgraph support".into(),
-                ));
+                return Err(PregelError::ParentCommand(Box::new(command.clone())));
             }
             for goto in &command.goto {
                 match goto {

@@ -247,18 +247,27 @@ pub struct Subgraph;
 
 /// A compiled graph is a node: it runs on the node's input (the parent's
 /// state, or a `Send` argument) and its output (the subgraph's final state,
-/// filtered to its output keys) becomes the node's update.
+/// filtered to its output keys) becomes the node's update. A subgraph node
+/// returning `Command { graph: Parent, .. }` stops the subgraph, and the
+/// command becomes this node's output in the parent.
 impl IntoNode<Subgraph> for crate::CompiledStateGraph {
     fn into_node_fn(self) -> NodeFn {
         Arc::new(move |input: Value, ctx: TaskContext| {
             let graph = self.clone();
             Box::pin(async move {
                 let config = ctx.config().clone();
-                let output = graph
+                match graph
                     .invoke_with(input, &config, ctx.subgraph_options())
                     .await
-                    .map_err(|err| NodeError::new(err.class().to_owned(), err.to_string()))?;
-                Ok(NodeOutput::Value(output))
+                {
+                    Ok(output) => Ok(NodeOutput::Value(output)),
+                    Err(stategraph_pregel::PregelError::ParentCommand(command)) => {
+                        let mut command = *command;
+                        command.graph = stategraph_pregel::CommandGraph::Current;
+                        Ok(NodeOutput::Command(command))
+                    }
+                    Err(err) => Err(NodeError::new(err.class().to_owned(), err.to_string())),
+                }
             })
         })
     }

@@ -110,6 +110,11 @@ pub enum PregelError {
     /// The graph definition or a run argument is invalid.
     #[error("{0}")]
     InvalidGraph(String),
+    /// A node of a subgraph returned `Command { graph: Parent, .. }`: the
+    /// subgraph stops and its parent applies the command (LangGraph's
+    /// `ParentCommand`). A root graph turns it into an `InvalidUpdate`.
+    #[error("a Command addressed to the parent graph")]
+    ParentCommand(Box<crate::Command>),
     /// The run cannot proceed as asked (LangGraph's `RuntimeError`).
     #[error("{0}")]
     Runtime(String),
@@ -129,7 +134,8 @@ impl PregelError {
             | Self::InvalidUpdate(_)
             | Self::EmptyInput(_)
             | Self::InvalidGraph(_)
-            | Self::Runtime(_) => ErrorKind::InvalidInput,
+            | Self::Runtime(_)
+            | Self::ParentCommand(_) => ErrorKind::InvalidInput,
             Self::Channel(err) => err.kind(),
             Self::Node { .. } => ErrorKind::Backend,
             Self::Value(err) => err.kind(),
@@ -148,6 +154,7 @@ impl PregelError {
             Self::Node { error, .. } => error.class(),
             Self::EmptyInput(_) => "EmptyInputError",
             Self::Runtime(_) => "RuntimeError",
+            Self::ParentCommand(_) => "ParentCommand",
             Self::InvalidGraph(_) => "ValueError",
             Self::Checkpoint(_) => "CheckpointError",
         }

@@ -467,6 +467,8 @@ pub struct RunOptions {
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) subgraphs: bool,
     pub(crate) forward: Option<Forward>,
+    // Set for the run of a subgraph inside a parent's task.
+    pub(crate) nested: bool,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -582,6 +584,7 @@ impl TaskContext {
             None
         };
         RunOptions {
+            nested: true,
             context: self.run.context.clone(),
             subgraphs: self.run.subgraphs,
             forward: target.map(|sink| {

@@ -163,7 +163,7 @@ impl RunStream {
             namespace: forward.namespace,
             shown: graph.stream.clone(),
         });
-        let child = forward.is_some();
+        let child = options.nested;
         let run_info = RunInfo {
             config,
             sink,
@@ -332,7 +332,18 @@ impl Loop {
         }
     }
 
-    async fn run(mut self, input: Input) -> Result<()> {
+    async fn run(self, input: Input) -> Result<()> {
+        let nested = self.run.child;
+        match self.steps(input).await {
+            // Only a subgraph has a parent to hand the command to.
+            Err(PregelError::ParentCommand(_)) if !nested => Err(PregelError::InvalidUpdate(
+                "There is no parent graph".into(),
+            )),
+            other => other,
+        }
+    }
+
+    async fn steps(mut self, input: Input) -> Result<()> {
         // A fresh thread: the input checkpoint is step -1, the loop starts at 0.
         self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
         let mut updated = self.apply_input(input)?;
@@ -348,6 +359,13 @@ impl Loop {
             self.execute(&mut tasks).await?;
             // Recycle the last step's list for the next one.
             self.updated_buf = std::mem::take(&mut updated);
+            // Finished tasks no longer need their inputs; releasing them (and
+            // the cached inputs of channels about to change) lets reducers
+            // extend values in place instead of copying shared ones.
+            for task in tasks.iter_mut() {
+                task.input = Value::null();
+            }
+            self.forget_inputs_of_written(&tasks);
             updated = self.apply_writes(&mut tasks)?;
             tasks.clear();
             self.task_buf = tasks;
@@ -549,6 +567,22 @@ impl Loop {
         }
         self.candidate_buf = candidates;
         Ok(tasks)
+    }
+
+    /// Drops cached inputs that read a channel the tasks write.
+    fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
+        let graph = self.graph.clone();
+        for (set, entry) in self.input_cache.iter_mut().enumerate() {
+            if entry.is_some()
+                && tasks.iter().any(|task| {
+                    task.writes
+                        .iter()
+                        .any(|(channel, _)| graph.read_sets[set].contains(channel))
+                })
+            {
+                *entry = None;
+            }
+        }
     }
 
     /// The state map a node reads, shared with every node of the same read
