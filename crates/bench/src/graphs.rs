@@ -451,16 +451,21 @@ fn non_null_new_or_old(x: Value, y: Value) -> Value {
     }
 }
 
-/// A fresh string of `n` random lowercase letters.
+/// A fresh string of `n` random lowercase letters: 12 letters per 64-bit
+/// xorshift draw, 5 bits each (folded onto 26 letters; the slight bias does
+/// not matter here), as `random.choices` does its work in C.
 pub(crate) fn random_lowercase(n: usize, seed: &mut u64) -> String {
-    (0..n)
-        .map(|_| {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            (b'a' + (*seed % 26) as u8) as char
-        })
-        .collect()
+    const LETTERS: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyzabcdef";
+    let mut bytes = Vec::with_capacity(n + 12);
+    while bytes.len() < n {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let draw = *seed;
+        bytes.extend((0..12).map(|k| LETTERS[((draw >> (5 * k)) & 31) as usize]));
+    }
+    bytes.truncate(n);
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// The node body shared by the six nodes (WORKLOADS.md section 6).
