@@ -227,6 +227,82 @@ impl InMemorySaver {
     }
 }
 
+impl InMemorySaver {
+    /// `put`, optionally only as the child of the namespace head (the check
+    /// and the insert happen under the thread's lock).
+    fn put_checked(
+        &self,
+        config: &CheckpointConfig,
+        mut checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        require_head: bool,
+    ) -> Result<CheckpointConfig> {
+        let mut new_blobs = Vec::with_capacity(new_versions.len());
+        for (channel, version) in &new_versions {
+            let blob = match checkpoint.channel_values.get(channel) {
+                Some(value) => self.store(channel, value)?,
+                None => Blob::Empty,
+            };
+            new_blobs.push((channel.clone(), *version, blob));
+        }
+        checkpoint.channel_values.clear();
+        let id = checkpoint.id.clone();
+        let ns = config.checkpoint_ns.clone();
+        let mut data = self
+            .inner
+            .threads
+            .entry(config.thread_id.clone())
+            .or_default();
+        let by_id = data.checkpoints.entry(ns.clone()).or_default();
+        if require_head {
+            let head = by_id.keys().next_back();
+            if head != config.checkpoint_id.as_ref() {
+                return Err(Error::Conflict {
+                    operation: "put_if_head",
+                    thread_id: config.thread_id.clone(),
+                    message: format!(
+                        "the parent {:?} is not the head {:?} of namespace {:?}",
+                        config.checkpoint_id.as_ref().map(CheckpointId::as_str),
+                        head.map(CheckpointId::as_str),
+                        ns
+                    ),
+                });
+            }
+        }
+        if let Some(existing) = by_id.get(&id)
+            && existing.parent != config.checkpoint_id
+        {
+            return Err(Error::Conflict {
+                operation: "put",
+                thread_id: config.thread_id.clone(),
+                message: format!(
+                    "checkpoint {id} is already stored with parent {:?}, not {:?}",
+                    existing.parent.as_ref().map(CheckpointId::as_str),
+                    config.checkpoint_id.as_ref().map(CheckpointId::as_str),
+                ),
+            });
+        }
+        by_id.insert(
+            id.clone(),
+            StoredCheckpoint {
+                checkpoint,
+                metadata: metadata.sanitized(),
+                parent: config.checkpoint_id.clone(),
+            },
+        );
+        let blobs = data.blobs.entry(ns.clone()).or_default();
+        for (channel, version, blob) in new_blobs {
+            blobs.entry(channel).or_default().insert(version, blob);
+        }
+        Ok(CheckpointConfig {
+            thread_id: config.thread_id.clone(),
+            checkpoint_ns: ns,
+            checkpoint_id: Some(id),
+        })
+    }
+}
+
 impl ThreadData {
     /// Drops blobs no remaining checkpoint refers to.
     fn collect_garbage(&mut self) {
@@ -317,57 +393,21 @@ impl CheckpointSaver for InMemorySaver {
     async fn put(
         &self,
         config: &CheckpointConfig,
-        mut checkpoint: Checkpoint,
+        checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Result<CheckpointConfig> {
-        let mut new_blobs = Vec::with_capacity(new_versions.len());
-        for (channel, version) in &new_versions {
-            let blob = match checkpoint.channel_values.get(channel) {
-                Some(value) => self.store(channel, value)?,
-                None => Blob::Empty,
-            };
-            new_blobs.push((channel.clone(), *version, blob));
-        }
-        checkpoint.channel_values.clear();
-        let id = checkpoint.id.clone();
-        let ns = config.checkpoint_ns.clone();
-        let mut data = self
-            .inner
-            .threads
-            .entry(config.thread_id.clone())
-            .or_default();
-        let by_id = data.checkpoints.entry(ns.clone()).or_default();
-        if let Some(existing) = by_id.get(&id)
-            && existing.parent != config.checkpoint_id
-        {
-            return Err(Error::Conflict {
-                operation: "put",
-                thread_id: config.thread_id.clone(),
-                message: format!(
-                    "checkpoint {id} is already stored with parent {:?}, not {:?}",
-                    existing.parent.as_ref().map(CheckpointId::as_str),
-                    config.checkpoint_id.as_ref().map(CheckpointId::as_str),
-                ),
-            });
-        }
-        by_id.insert(
-            id.clone(),
-            StoredCheckpoint {
-                checkpoint,
-                metadata: metadata.sanitized(),
-                parent: config.checkpoint_id.clone(),
-            },
-        );
-        let blobs = data.blobs.entry(ns.clone()).or_default();
-        for (channel, version, blob) in new_blobs {
-            blobs.entry(channel).or_default().insert(version, blob);
-        }
-        Ok(CheckpointConfig {
-            thread_id: config.thread_id.clone(),
-            checkpoint_ns: ns,
-            checkpoint_id: Some(id),
-        })
+        self.put_checked(config, checkpoint, metadata, new_versions, false)
+    }
+
+    async fn put_if_head(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        self.put_checked(config, checkpoint, metadata, new_versions, true)
     }
 
     async fn put_writes(

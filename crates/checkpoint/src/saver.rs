@@ -27,6 +27,9 @@ pub struct SaverCapabilities {
     pub copy_thread: bool,
     /// `prune` thins threads down to their latest checkpoints.
     pub prune: bool,
+    /// `put_if_head` stores a checkpoint only as the child of the current
+    /// head of its thread and namespace (compare-and-set).
+    pub put_if_head: bool,
 }
 
 impl SaverCapabilities {
@@ -36,6 +39,7 @@ impl SaverCapabilities {
             delete_for_runs: false,
             copy_thread: false,
             prune: false,
+            put_if_head: false,
         }
     }
 
@@ -45,6 +49,7 @@ impl SaverCapabilities {
             delete_for_runs: true,
             copy_thread: true,
             prune: true,
+            put_if_head: true,
         }
     }
 
@@ -59,6 +64,13 @@ impl SaverCapabilities {
     #[must_use]
     pub const fn with_copy_thread(mut self) -> Self {
         self.copy_thread = true;
+        self
+    }
+
+    /// Claims `put_if_head`.
+    #[must_use]
+    pub const fn with_put_if_head(mut self) -> Self {
+        self.put_if_head = true;
         self
     }
 
@@ -234,6 +246,25 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug + 'static {
     /// Deletes everything stored for a thread.
     fn delete_thread(&self, thread_id: &str) -> impl Future<Output = Result<()>> + Send;
 
+    /// Stores a checkpoint only if `config.checkpoint_id` (its parent) is the
+    /// current head (latest checkpoint) of the thread and namespace, or the
+    /// namespace is empty and there is no parent: a compare-and-set that lets
+    /// exactly one of several concurrent writers extend a thread. Plain `put`
+    /// still accepts any parent (forks, time travel).
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when the parent is not the head; the others as `put`.
+    fn put_if_head(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> impl Future<Output = Result<CheckpointConfig>> + Send {
+        let _ = (config, checkpoint, metadata, new_versions);
+        std::future::ready(Err(Error::unsupported::<Self>("put_if_head")))
+    }
+
     /// Deletes the checkpoints (and their writes) whose metadata `run_id` is listed.
     fn delete_for_runs(&self, run_ids: &[String]) -> impl Future<Output = Result<()>> + Send {
         let _ = run_ids;
@@ -277,6 +308,14 @@ pub trait DynCheckpointSaver: Send + Sync + fmt::Debug + 'static {
     fn dyn_list(&self, query: ListQuery) -> BoxStream<'_, Result<CheckpointTuple>>;
     /// See [`CheckpointSaver::put`].
     fn dyn_put<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>>;
+    /// See [`CheckpointSaver::put_if_head`].
+    fn dyn_put_if_head<'a>(
         &'a self,
         config: &'a CheckpointConfig,
         checkpoint: Checkpoint,
@@ -342,6 +381,15 @@ impl<S: CheckpointSaver> DynCheckpointSaver for S {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.put_writes(config, writes, task_id, task_path))
     }
+    fn dyn_put_if_head<'a>(
+        &'a self,
+        config: &'a CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> BoxFuture<'a, Result<CheckpointConfig>> {
+        Box::pin(self.put_if_head(config, checkpoint, metadata, new_versions))
+    }
     fn dyn_delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(self.delete_thread(thread_id))
     }
@@ -397,6 +445,17 @@ impl CheckpointSaver for SharedSaver {
     ) -> Result<()> {
         (**self)
             .dyn_put_writes(config, writes, task_id, task_path)
+            .await
+    }
+    async fn put_if_head(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        (**self)
+            .dyn_put_if_head(config, checkpoint, metadata, new_versions)
             .await
     }
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {

@@ -9,7 +9,7 @@ mod shared {
         InMemorySaver::new()
     }
 
-    stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune]);
+    stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune, put_if_head]);
 }
 
 mod serialized {
@@ -20,5 +20,5 @@ mod serialized {
         InMemorySaver::with_serializer(JsonSerializer)
     }
 
-    stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune]);
+    stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune, put_if_head]);
 }

@@ -10,6 +10,7 @@ pub mod delete_thread;
 pub mod extra;
 pub mod fixtures;
 pub mod get_tuple;
+pub mod head;
 pub mod list;
 pub mod prune;
 pub mod put;
@@ -103,6 +104,9 @@ macro_rules! __conformance_claim {
     };
     ($caps:ident, prune) => {
         $caps.with_prune()
+    };
+    ($caps:ident, put_if_head) => {
+        $caps.with_put_if_head()
     };
     // Unknown names are reported by `__conformance_group!`.
     ($caps:ident, $other:ident) => {
@@ -258,11 +262,22 @@ macro_rules! __conformance_group {
             cp_pr_08_missing_thread_is_noop,
         );
     };
+    (put_if_head) => {
+        $crate::__conformance_tests!(head:
+            cp_hd_01_first_checkpoint_without_parent,
+            cp_hd_02_children_of_the_head_extend_the_thread,
+            cp_hd_03_stale_parent_is_a_conflict,
+            cp_hd_04_missing_parent_on_a_started_thread_conflicts,
+            cp_hd_05_one_of_eight_concurrent_writers_wins,
+            cp_hd_06_namespaces_have_separate_heads,
+            cp_hd_07_plain_put_still_forks,
+        );
+    };
     ($other:ident) => {
         ::core::compile_error!(::core::concat!(
             "unknown extended capability `",
             ::core::stringify!($other),
-            "`: expected `delete_for_runs`, `copy_thread` or `prune`",
+            "`: expected `delete_for_runs`, `copy_thread`, `prune` or `put_if_head`",
         ));
     };
 }
@@ -300,6 +315,7 @@ mod tests {
         ("delete_for_runs", include_str!("delete_for_runs.rs")),
         ("copy_thread", include_str!("copy_thread.rs")),
         ("prune", include_str!("prune.rs")),
+        ("head", include_str!("head.rs")),
         ("backend", include_str!("backend.rs")),
         ("extra", include_str!("extra.rs")),
     ];
@@ -336,8 +352,8 @@ mod tests {
             );
             total += cases.len();
         }
-        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 6 CP-EXT.
-        assert_eq!(total, 102);
+        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 6 CP-EXT, 7 CP-HD.
+        assert_eq!(total, 109);
     }
 
     #[test]
