@@ -45,6 +45,17 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         return Ok(());
     };
     let rust = parse_lines(&String::from_utf8_lossy(&output.stdout));
+    let failed: Vec<&str> = rust
+        .iter()
+        .filter(|line| line["ok"] == serde_json::Value::Bool(false))
+        .filter_map(|line| line["workload"].as_str())
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "check mismatch (the run did not do the expected work): {}",
+            failed.join(", ")
+        );
+    }
     let passthrough = python_args(&rust_args);
     let mut python_lines = Vec::new();
     // The official harness, on exactly the graph workloads that ran here.

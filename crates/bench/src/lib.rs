@@ -57,7 +57,7 @@ pub fn measure(workload: &Workload, reps: usize, warmup: usize) -> serde_json::V
         chunks: 0,
         check: serde_json::Value::Null,
     });
-    serde_json::json!({
+    let mut line = serde_json::json!({
         "impl": "stategraph-rust",
         "workload": workload.name,
         "mode": "async",
@@ -66,7 +66,78 @@ pub fn measure(workload: &Workload, reps: usize, warmup: usize) -> serde_json::V
         "min_s": times[0].as_secs_f64(),
         "chunks": outcome.chunks,
         "check": outcome.check,
-    })
+    });
+    if let Some(expected) = expected(workload.name) {
+        line["ok"] = serde_json::Value::Bool(line["check"] == expected);
+    }
+    line
+}
+
+/// The check WORKLOADS.md predicts for a workload (section 10), as the
+/// Python harness computes it; `None` for workloads it does not describe.
+pub fn expected(name: &str) -> Option<serde_json::Value> {
+    use serde_json::json;
+    let nodes = ["one", "two", "three", "four", "five", "six"];
+    let counts = |loops: usize| -> serde_json::Value {
+        nodes
+            .iter()
+            .map(|n| ((*n).to_owned(), json!(loops)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    if name.ends_with("_compilation") {
+        let user_nodes = if name.starts_with("sequential_1000") {
+            1000
+        } else {
+            6
+        };
+        return Some(json!({"user_nodes": user_nodes}));
+    }
+    if name.ends_with("_first_event_latency") {
+        let first = if name.starts_with("sequential") {
+            "node_0"
+        } else {
+            "one"
+        };
+        return Some(json!({"chunks": 1, "first": [first]}));
+    }
+    if let Some(n) = name
+        .strip_prefix("sequential_")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return Some(json!({
+            "chunks": n,
+            "first_node": "node_0",
+            "last_node": format!("node_{}", n - 1),
+            "all_updates_empty": true,
+        }));
+    }
+    if let Some(n) = name
+        .strip_prefix("fanout_to_subgraph_")
+        .and_then(|rest| rest.split('x').next())
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return Some(json!({
+            "chunks": n,
+            "jokes": n,
+            "joke_lengths": [5040],
+            "all_end_with_10_bumps": true,
+        }));
+    }
+    if name.starts_with("wide_") {
+        let (loops, messages) = if name.contains("_25x300") {
+            (6, 595)
+        } else {
+            (7, 1873)
+        };
+        return Some(json!({
+            "chunks": 6 * loops,
+            "iterations": loops,
+            "final_messages_len": messages,
+            "node_counts": counts(loops),
+        }));
+    }
+    None
 }
 
 /// Whether `name` matches a comma-separated list of patterns where `*`
@@ -99,6 +170,22 @@ mod tests {
             "checkpoint_*_serialized",
             "checkpoint_memory_put_shared"
         ));
+    }
+
+    #[test]
+    fn graph_workloads_meet_the_expected_checks() {
+        for workload in workloads() {
+            let line = measure(&workload, 1, 0);
+            if expected(workload.name).is_some() {
+                assert_eq!(
+                    line["ok"],
+                    serde_json::json!(true),
+                    "{}: {}",
+                    workload.name,
+                    line["check"]
+                );
+            }
+        }
     }
 
     #[test]
