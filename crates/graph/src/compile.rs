@@ -323,6 +323,12 @@ fn collect_updates(
                 for (key, value) in map {
                     push(key, &Value::from_json(value.clone()));
                 }
+            } else if let Ok(serde_json::Value::Object(map)) = value.to_json() {
+                // A live struct (a typed state given as input, say): its
+                // serialized fields are the keys it writes.
+                for (key, value) in map {
+                    push(&key, &Value::from_json(value));
+                }
             } else {
                 let shown = value
                     .to_json()

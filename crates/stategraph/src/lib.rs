@@ -4,10 +4,17 @@
 pub use stategraph_channels as channels;
 pub use stategraph_checkpoint as checkpoint;
 pub use stategraph_core as core;
+pub use stategraph_graph as graph;
+pub use stategraph_pregel as pregel;
 
 pub use stategraph_core::{CheckpointId, ErrorKind, RunnableConfig, Value};
 
 /// The names most programs need, in one import.
+///
+/// The prelude's [`Send`](prelude::Send) is LangGraph's `Send` (run a node
+/// with a private input) and, imported by a glob, it hides the
+/// `std::marker::Send` auto trait: spell that one out in bounds
+/// (`impl Future + std::marker::Send`).
 pub mod prelude {
     pub use stategraph_channels::{
         AnyValue, BinaryOperatorAggregate, Channel, EphemeralValue, LastValue, Overwrite, Topic,
@@ -18,4 +25,10 @@ pub mod prelude {
         CheckpointTuple, InMemorySaver, ListQuery, SharedSaver,
     };
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
+    pub use stategraph_graph::{
+        CompiledStateGraph, END, NodeSpec, PathMap, START, Schema, State, StateGraph,
+    };
+    pub use stategraph_pregel::{
+        Command, NodeError, RetryPolicy, Send, StateValues, StreamMode, TaskContext,
+    };
 }
