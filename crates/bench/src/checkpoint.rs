@@ -30,7 +30,7 @@ pub(crate) fn workloads() -> Vec<Workload> {
 }
 
 /// The wide_state input document `M` of WORKLOADS.md section 6 (25 leaves).
-fn wide_document() -> serde_json::Value {
+pub(crate) fn wide_document() -> serde_json::Value {
     let items: Vec<serde_json::Value> = (0..5)
         .flat_map(|_| {
             [

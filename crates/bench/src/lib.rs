@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod checkpoint;
+mod checkpoint_sqlite;
 mod graphs;
 mod typed;
 
@@ -33,6 +34,7 @@ pub fn workloads() -> Vec<Workload> {
     let mut all = graphs::workloads();
     all.extend(typed::workloads());
     all.extend(checkpoint::workloads());
+    all.extend(checkpoint_sqlite::workloads());
     all
 }
 

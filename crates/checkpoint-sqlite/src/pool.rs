@@ -1,0 +1,221 @@
+//! The connections of one saver: one writer and a small pool of readers.
+//!
+//! SQLite in WAL mode lets any number of readers run beside one writer, each
+//! reader seeing the snapshot of the moment its transaction started. So a
+//! file database gets one writer connection behind a mutex (writers would
+//! queue on SQLite's write lock anyway) and reader connections taken from a
+//! pool, opened on demand, so reads never wait for a lock of ours. An
+//! in-memory database lives inside its one connection, so it has no pool:
+//! reads share the writer.
+//!
+//! Everything here blocks; the saver calls it from
+//! `tokio::task::spawn_blocking`.
+
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use stategraph_checkpoint::Result;
+
+use crate::error::{is_busy, sqlite_in};
+use crate::schema;
+
+/// Reader connections open at once, at most; a read waits for a free one
+/// beyond that.
+const MAX_READERS: usize = 8;
+
+/// Idle reader connections kept open; a connection returned to a full idle
+/// list is closed.
+const MAX_IDLE_READERS: usize = 4;
+
+/// How often an operation that failed with `SQLITE_BUSY` is attempted in all.
+const BUSY_ATTEMPTS: u32 = 8;
+
+/// The connections of one saver.
+pub(crate) struct Database {
+    writer: Mutex<Connection>,
+    // `None` for an in-memory database: reads use the writer.
+    readers: Option<ReaderPool>,
+}
+
+struct ReaderPool {
+    path: PathBuf,
+    state: Mutex<Readers>,
+    // Signalled when a reader is returned or closed.
+    returned: Condvar,
+}
+
+#[derive(Default)]
+struct Readers {
+    idle: Vec<Connection>,
+    // Invariant: `open` counts the idle connections and those checked out.
+    open: usize,
+}
+
+impl Database {
+    /// Opens (creating if needed) a database file in WAL mode and migrates it.
+    pub(crate) fn open(path: PathBuf) -> Result<Self> {
+        let mut writer = Connection::open(&path).map_err(sqlite_in("open"))?;
+        schema::configure(&writer)?;
+        schema::enable_wal(&writer)?;
+        schema::migrate(&mut writer)?;
+        Ok(Self {
+            writer: Mutex::new(writer),
+            readers: Some(ReaderPool {
+                path,
+                state: Mutex::new(Readers::default()),
+                returned: Condvar::new(),
+            }),
+        })
+    }
+
+    /// Opens a private in-memory database and migrates it.
+    pub(crate) fn in_memory() -> Result<Self> {
+        let mut writer = Connection::open_in_memory().map_err(sqlite_in("open"))?;
+        schema::configure(&writer)?;
+        schema::migrate(&mut writer)?;
+        Ok(Self {
+            writer: Mutex::new(writer),
+            readers: None,
+        })
+    }
+
+    /// The database file, `None` in memory.
+    pub(crate) fn path(&self) -> Option<&PathBuf> {
+        self.readers.as_ref().map(|pool| &pool.path)
+    }
+
+    /// Runs `op` on the writer connection, again when SQLite reports busy.
+    /// `op` opens its own (`BEGIN IMMEDIATE`) transaction.
+    pub(crate) fn write<T>(&self, mut op: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+        let mut conn = lock(&self.writer);
+        retry_busy(|| op(&mut conn))
+    }
+
+    /// Runs `op` on a reader connection, again when SQLite reports busy. `op`
+    /// opens its own read transaction when it runs more than one statement.
+    pub(crate) fn read<T>(&self, mut op: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+        let Some(pool) = &self.readers else {
+            let conn = lock(&self.writer);
+            return retry_busy(|| op(&conn));
+        };
+        let reader = pool.checkout()?;
+        retry_busy(|| op(reader.conn()))
+    }
+}
+
+impl ReaderPool {
+    fn checkout(&self) -> Result<Reader<'_>> {
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(Reader {
+                    pool: self,
+                    conn: Some(conn),
+                });
+            }
+            if state.open < MAX_READERS {
+                state.open += 1;
+                break;
+            }
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        drop(state);
+        match self.connect() {
+            Ok(conn) => Ok(Reader {
+                pool: self,
+                conn: Some(conn),
+            }),
+            Err(err) => {
+                self.close_one();
+                Err(err)
+            }
+        }
+    }
+
+    fn connect(&self) -> Result<Connection> {
+        // The writer created the file and set WAL mode, which persists.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(sqlite_in("open"))?;
+        schema::configure(&conn)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(sqlite_in("open"))?;
+        Ok(conn)
+    }
+
+    fn checkin(&self, conn: Connection) {
+        // A connection left inside a transaction (a failed statement after
+        // BEGIN whose rollback also failed, or a panic) is closed, not reused.
+        let mut state = lock(&self.state);
+        if conn.is_autocommit() && state.idle.len() < MAX_IDLE_READERS {
+            state.idle.push(conn);
+        } else {
+            state.open -= 1;
+        }
+        drop(state);
+        self.returned.notify_one();
+    }
+
+    fn close_one(&self) {
+        lock(&self.state).open -= 1;
+        self.returned.notify_one();
+    }
+}
+
+/// A reader connection checked out of the pool; returned when dropped,
+/// also when the operation panicked.
+struct Reader<'p> {
+    pool: &'p ReaderPool,
+    // Invariant: `Some` until dropped.
+    conn: Option<Connection>,
+}
+
+impl Reader<'_> {
+    fn conn(&self) -> &Connection {
+        self.conn
+            .as_ref()
+            .expect("a checked-out reader holds its connection until dropped")
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.checkin(conn);
+        }
+    }
+}
+
+/// Runs `op` until it does not fail with `SQLITE_BUSY`, at most
+/// [`BUSY_ATTEMPTS`] times with a growing pause.
+///
+/// The busy timeout already makes SQLite wait for locks; this covers the
+/// cases where SQLite reports busy without waiting (a WAL recovery in
+/// progress, a journal-mode switch).
+pub(crate) fn retry_busy<T>(mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut attempt = 1;
+    loop {
+        match op() {
+            Err(err) if attempt < BUSY_ATTEMPTS && is_busy(&err) => {
+                std::thread::sleep(Duration::from_millis(5 << attempt));
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Locks a mutex, also after a panic in another holder: every operation runs
+/// in a transaction that rolls back when its guard is dropped, so the
+/// connection is consistent again.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

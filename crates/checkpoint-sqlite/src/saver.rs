@@ -1,0 +1,300 @@
+//! [`SqliteSaver`]: the [`CheckpointSaver`] on SQLite.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::stream::{self, Stream};
+use stategraph_checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+    CheckpointTuple, ListQuery, MetadataFilter, PruneStrategy, Result, SaverCapabilities, Value,
+};
+
+use crate::error::backend;
+use crate::ops::{self, ListCursor, PutRequest, WritesRequest};
+use crate::pool::Database;
+use crate::schema;
+
+/// Checkpoints a `list` reads from SQLite per round trip (fewer when the
+/// query has a smaller `limit` and no filter).
+const PAGE_ROWS: usize = 64;
+
+/// A checkpoint saver that stores threads in a SQLite database.
+///
+/// - [`SqliteSaver::open`] uses a database file in WAL mode: one writer
+///   connection and a small pool of reader connections, so reads run
+///   concurrently with each other and with the writer. Several savers and
+///   several processes may open the same file; writes take SQLite's write
+///   lock with `BEGIN IMMEDIATE` and wait for it (busy timeout), so no
+///   caller sees "database is locked" under normal contention.
+/// - [`SqliteSaver::in_memory`] keeps a private database in one connection;
+///   it disappears with the last clone of the saver.
+///
+/// Every operation runs on tokio's blocking pool (`spawn_blocking`), so
+/// the saver must be used inside a tokio runtime. Clones share the
+/// connections. Values are stored with
+/// [`JsonSerializer`](stategraph_checkpoint::serde::JsonSerializer), once per
+/// (thread, namespace, channel, version); metadata is stored as JSON text.
+#[derive(Clone)]
+pub struct SqliteSaver {
+    db: Arc<Database>,
+}
+
+impl fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteSaver")
+            .field("path", &self.db.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteSaver {
+    /// Opens (creating if needed) the database file at `path`, switches it to
+    /// WAL mode and applies the migrations this build knows.
+    ///
+    /// Blocks while it opens the file and migrates: call it at start-up (or
+    /// inside `spawn_blocking`), not in a latency-sensitive task.
+    ///
+    /// # Errors
+    /// [`Error::Backend`](stategraph_checkpoint::Error::Backend) when SQLite cannot open or migrate the file, or
+    /// when the file was migrated by a newer build
+    /// ([`SchemaTooNewError`](crate::SchemaTooNewError) as the source).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Ok(Self {
+            db: Arc::new(Database::open(path.as_ref().to_path_buf())?),
+        })
+    }
+
+    /// A private in-memory database, migrated.
+    ///
+    /// # Errors
+    /// [`Error::Backend`](stategraph_checkpoint::Error::Backend) when SQLite cannot allocate the database.
+    pub fn in_memory() -> Result<Self> {
+        Ok(Self {
+            db: Arc::new(Database::in_memory()?),
+        })
+    }
+
+    /// Applies the migrations that are not applied yet. [`SqliteSaver::open`]
+    /// already does; calling this again is a no-op, also when other
+    /// processes set up the same file at the same time.
+    ///
+    /// # Errors
+    /// As [`SqliteSaver::open`].
+    pub async fn setup(&self) -> Result<()> {
+        self.blocking("setup", |db| db.write(schema::migrate)).await
+    }
+
+    /// The database file, or `None` for an in-memory database.
+    pub fn path(&self) -> Option<&Path> {
+        self.db.path().map(|path| path.as_path())
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        op: impl FnOnce(&Database) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        run_blocking(self.db.clone(), operation, op).await
+    }
+
+    async fn put_checked(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        require_head: bool,
+    ) -> Result<CheckpointConfig> {
+        let config = config.clone();
+        let operation = if require_head { "put_if_head" } else { "put" };
+        self.blocking(operation, move |db| {
+            // Serialize here, on the blocking pool, not on the async executor.
+            let request =
+                PutRequest::new(&config, checkpoint, metadata, &new_versions, require_head)?;
+            db.write(|conn| ops::put(conn, &request))?;
+            Ok(request.address())
+        })
+        .await
+    }
+}
+
+/// Runs `op` on tokio's blocking pool. A panic inside `op` is resumed here.
+async fn run_blocking<T: Send + 'static>(
+    db: Arc<Database>,
+    operation: &'static str,
+    op: impl FnOnce(&Database) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::task::spawn_blocking(move || op(&db)).await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        // The runtime is shutting down.
+        Err(err) => Err(backend(operation, err)),
+    }
+}
+
+impl CheckpointSaver for SqliteSaver {
+    fn capabilities(&self) -> SaverCapabilities {
+        SaverCapabilities::all()
+    }
+
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        let config = config.clone();
+        self.blocking("get_tuple", move |db| {
+            db.read(|conn| ops::get_tuple(conn, &config))
+        })
+        .await
+    }
+
+    fn list(&self, query: ListQuery) -> impl Stream<Item = Result<CheckpointTuple>> + Send + '_ {
+        let start = query.metadata_filter().map(|filter| Listing {
+            db: self.db.clone(),
+            remaining: query.limit.unwrap_or(usize::MAX),
+            query: Arc::new((query, filter)),
+            cursor: None,
+            buffer: VecDeque::new(),
+            done: false,
+        });
+        stream::unfold(Some(start), |state| async move {
+            match state? {
+                Err(err) => Some((Err(err), None)),
+                Ok(mut listing) => {
+                    let item = listing.next().await?;
+                    Some((item, Some(Ok(listing))))
+                }
+            }
+        })
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        self.put_checked(config, checkpoint, metadata, new_versions, false)
+            .await
+    }
+
+    async fn put_if_head(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        self.put_checked(config, checkpoint, metadata, new_versions, true)
+            .await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, Value)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let config = config.clone();
+        let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
+        self.blocking("put_writes", move |db| {
+            let request = WritesRequest::new(&config, writes, &task_id, &task_path)?;
+            if request.is_empty() {
+                return Ok(());
+            }
+            db.write(|conn| ops::put_writes(conn, &request))
+        })
+        .await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        let thread_id = thread_id.to_owned();
+        self.blocking("delete_thread", move |db| {
+            db.write(|conn| ops::delete_thread(conn, &thread_id))
+        })
+        .await
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        if run_ids.is_empty() {
+            return Ok(());
+        }
+        let run_ids = run_ids.to_vec();
+        self.blocking("delete_for_runs", move |db| {
+            db.write(|conn| ops::delete_for_runs(conn, &run_ids))
+        })
+        .await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        let (source, target) = (source.to_owned(), target.to_owned());
+        self.blocking("copy_thread", move |db| {
+            db.write(|conn| ops::copy_thread(conn, &source, &target))
+        })
+        .await
+    }
+
+    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        if thread_ids.is_empty() {
+            return Ok(());
+        }
+        let thread_ids = thread_ids.to_vec();
+        self.blocking("prune", move |db| {
+            db.write(|conn| ops::prune(conn, &thread_ids, strategy))
+        })
+        .await
+    }
+}
+
+/// The state of one `list` stream: a keyset cursor over the listing order
+/// and the current page. At most one page is held in memory.
+struct Listing {
+    db: Arc<Database>,
+    query: Arc<(ListQuery, MetadataFilter)>,
+    cursor: Option<ListCursor>,
+    /// Matches still wanted (`limit` counts matches, not rows read).
+    remaining: usize,
+    buffer: VecDeque<CheckpointTuple>,
+    done: bool,
+}
+
+impl Listing {
+    async fn next(&mut self) -> Option<Result<CheckpointTuple>> {
+        loop {
+            if let Some(tuple) = self.buffer.pop_front() {
+                return Some(Ok(tuple));
+            }
+            if self.done || self.remaining == 0 {
+                return None;
+            }
+            let rows = if self.query.1.is_empty() {
+                self.remaining.min(PAGE_ROWS)
+            } else {
+                PAGE_ROWS
+            };
+            let (query, cursor, want) = (self.query.clone(), self.cursor.clone(), self.remaining);
+            let page = run_blocking(self.db.clone(), "list", move |db| {
+                db.read(|conn| {
+                    let (query, filter) = &*query;
+                    ops::list_page(conn, query, filter, cursor.as_ref(), rows, want)
+                })
+            })
+            .await;
+            match page {
+                Ok(page) => {
+                    self.remaining = self.remaining.saturating_sub(page.tuples.len());
+                    self.buffer.extend(page.tuples);
+                    if page.cursor.is_some() {
+                        self.cursor = page.cursor;
+                    }
+                    self.done = page.exhausted;
+                }
+                Err(err) => {
+                    self.done = true;
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+}
