@@ -67,20 +67,6 @@ impl PutRequest {
         let document = serde_json::to_string(&checkpoint).map_err(|err| backend(operation, err))?;
         let metadata =
             serde_json::to_string(&metadata.sanitized()).map_err(|err| backend(operation, err))?;
-        // Refuse metadata that would not read back: an `extra` key shadowing a
-        // typed field (`"source": "custom"`, `"step": "x"`) serializes but
-        // fails to parse, and would make the stored checkpoint unreadable.
-        if let Err(err) = serde_json::from_str::<CheckpointMetadata>(&metadata) {
-            return Err(Error::InvalidInput {
-                operation,
-                message: format!(
-                    "metadata of checkpoint {} in thread {:?} would not read back \
-                     (custom keys `source`, `step`, `parents` and `run_id` must hold \
-                     values of those fields' types): {err}",
-                    checkpoint.id, config.thread_id
-                ),
-            });
-        }
         Ok(Self {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: config.checkpoint_ns.clone(),

@@ -115,24 +115,69 @@ pub enum CheckpointSource {
 }
 
 /// Metadata stored with a checkpoint: an open JSON object with a few known keys.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Serializes as one flat object. A known key whose value does not fit its
+/// field (a custom `"source": "import"`, say) reads back as a custom key in
+/// `extra`, so any object round-trips through every saver.
+#[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct CheckpointMetadata {
     /// What produced the checkpoint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<CheckpointSource>,
     /// The step: -1 for the first input checkpoint, then 0, 1, ...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<i64>,
     /// Checkpoint namespace → checkpoint id of each ancestor graph's checkpoint.
-    #[serde(default)]
     pub parents: BTreeMap<String, CheckpointId>,
     /// The run that wrote the checkpoint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
-    /// Any other key.
-    #[serde(flatten)]
+    /// Any other key (a known key only when its typed field is unset).
     pub extra: JsonMap,
+}
+
+impl Serialize for CheckpointMetadata {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(source) = &self.source {
+            map.serialize_entry("source", source)?;
+        }
+        if let Some(step) = &self.step {
+            map.serialize_entry("step", step)?;
+        }
+        // LangGraph always writes `parents`; a foreign `parents` value in
+        // `extra` stands in for an empty map.
+        let typed_parents = !self.parents.is_empty() || !self.extra.contains_key("parents");
+        if typed_parents {
+            map.serialize_entry("parents", &self.parents)?;
+        }
+        if let Some(run_id) = &self.run_id {
+            map.serialize_entry("run_id", run_id)?;
+        }
+        for (key, value) in &self.extra {
+            let shadowed = match key.as_str() {
+                "source" => self.source.is_some(),
+                "step" => self.step.is_some(),
+                "parents" => typed_parents,
+                "run_id" => self.run_id.is_some(),
+                _ => false,
+            };
+            if !shadowed {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for CheckpointMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = JsonMap::deserialize(deserializer)?;
+        let mut metadata = Self::default();
+        for (key, value) in map {
+            metadata = metadata.with(key, value);
+        }
+        Ok(metadata)
+    }
 }
 
 // Configurable keys that never become metadata: they identify the checkpoint or
@@ -159,10 +204,29 @@ impl CheckpointMetadata {
         }
     }
 
-    /// Adds a custom key.
+    /// Sets a key: a known key (`source`, `step`, `parents`, `run_id`) sets
+    /// its typed field when the value fits it, any other key (or value) is
+    /// kept as a custom key.
     #[must_use]
     pub fn with(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
-        self.extra.insert(key.into(), value);
+        let key = key.into();
+        let fitted = match key.as_str() {
+            "source" => serde_json::from_value(value.clone())
+                .map(|v| self.source = Some(v))
+                .is_ok(),
+            "step" => value.as_i64().map(|v| self.step = Some(v)).is_some(),
+            "parents" => serde_json::from_value(value.clone())
+                .map(|v| self.parents = v)
+                .is_ok(),
+            "run_id" => value
+                .as_str()
+                .map(|v| self.run_id = Some(v.to_owned()))
+                .is_some(),
+            _ => false,
+        };
+        if !fitted {
+            self.extra.insert(key, value);
+        }
         self
     }
 
@@ -373,6 +437,26 @@ mod tests {
         assert_eq!(write_index(special::INTERRUPT, 1), -3);
         assert_eq!(write_index(special::RESUME, 0), -4);
         assert_eq!(write_index("messages", 2), 2);
+    }
+
+    #[test]
+    fn known_keys_with_foreign_values_round_trip_as_custom_keys() {
+        let metadata = CheckpointMetadata::default()
+            .with("source", json!("import"))
+            .with("step", json!("three"))
+            .with("run_id", json!(7))
+            .with("parents", json!("none"));
+        let text = serde_json::to_string(&metadata).unwrap();
+        let back: CheckpointMetadata = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, metadata);
+        assert_eq!(back.source, None);
+        assert_eq!(back.to_json()["source"], json!("import"));
+        let typed = CheckpointMetadata::default()
+            .with("source", json!("loop"))
+            .with("step", json!(2));
+        assert_eq!(typed.source, Some(CheckpointSource::Loop));
+        assert_eq!(typed.step, Some(2));
+        assert!(typed.extra.is_empty());
     }
 
     #[test]
