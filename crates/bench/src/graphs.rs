@@ -173,7 +173,7 @@ fn first_event_runner() -> Runner {
     })
 }
 
-fn compilation_runner(builder: StateGraph, nodes: usize) -> Runner {
+pub(crate) fn compilation_runner(builder: StateGraph, nodes: usize) -> Runner {
     Box::new(move || {
         let compiled = builder.compile().unwrap_or_else(|err| panic!("{err}"));
         let user_nodes = compiled
@@ -592,6 +592,12 @@ fn wide_runner(outer: usize, inner: usize, n: usize) -> Runner {
     let graph = wide_builder(n)
         .compile()
         .unwrap_or_else(|err| panic!("{err}"));
+    wide_run(graph, outer, inner)
+}
+
+/// Runs a compiled wide graph (dict or typed state) on the input `{messages:
+/// [M]}` and checks it as the Python harness does.
+pub(crate) fn wide_run(graph: CompiledStateGraph, outer: usize, inner: usize) -> Runner {
     let document = wide_document(outer, inner);
     let input = Value::new(StateValues::new(vec![(
         Arc::from("messages"),

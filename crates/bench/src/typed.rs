@@ -1,17 +1,14 @@
 //! `wide_state_*`: the wide workload over a typed state (LangGraph's
 //! dataclass variant), with `#[derive(State)]`, typed views and updates.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use stategraph_core::{RunnableConfig, Value};
-use stategraph_graph::{END, NodeError, START, State, StateGraph, StateValues};
-use stategraph_pregel::{NodeUpdate, StreamMode, UpdatePayload};
+use stategraph_core::Value;
+use stategraph_graph::{END, NodeError, START, State, StateGraph};
 
-use crate::{Outcome, Runner, Workload};
+use crate::{Runner, Workload};
 
 type Dict = BTreeMap<String, Value>;
 
@@ -168,71 +165,9 @@ fn builder(n: usize) -> StateGraph {
 
 fn runner(outer: usize, inner: usize, n: usize) -> Runner {
     let graph = builder(n).compile().unwrap_or_else(|err| panic!("{err}"));
-    let document = crate::graphs::wide_document(outer, inner);
-    let input = Value::new(StateValues::new(vec![(
-        Arc::from("messages"),
-        Value::new(vec![document]),
-    )]));
-    let rt = crate::graphs::runtime();
-    let mut run = 0;
-    Box::new(move || {
-        run += 1;
-        let config =
-            RunnableConfig::thread(format!("bench-{run}")).with_recursion_limit(1_000_000_000);
-        let chunks: Vec<Arc<NodeUpdate>> = rt.block_on(async {
-            graph
-                .stream(input.clone(), &config, StreamMode::Updates)
-                .map(|c| {
-                    c.unwrap_or_else(|err| panic!("the run failed: {err}"))
-                        .data
-                        .downcast_arc::<NodeUpdate>()
-                        .unwrap_or_else(|_| panic!("not a node update"))
-                })
-                .collect()
-                .await
-        });
-        let mut messages_len = 1;
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for chunk in &chunks {
-            *counts.entry(&*chunk.node).or_default() += 1;
-            if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
-                messages_len += values
-                    .get("messages")
-                    .and_then(|v| v.downcast_ref::<Vec<Value>>())
-                    .map_or(0, Vec::len);
-            }
-        }
-        let node_counts: serde_json::Map<String, serde_json::Value> =
-            ["one", "two", "three", "four", "five", "six"]
-                .iter()
-                .map(|k| ((*k).to_owned(), json!(counts.get(k).copied().unwrap_or(0))))
-                .collect();
-        Outcome {
-            chunks: chunks.len(),
-            check: json!({
-                "chunks": chunks.len(),
-                "iterations": counts.get("six").copied().unwrap_or(0),
-                "final_messages_len": messages_len,
-                "node_counts": node_counts,
-            }),
-        }
-    })
+    crate::graphs::wide_run(graph, outer, inner)
 }
 
 fn compilation() -> Runner {
-    let graph = builder(600);
-    Box::new(move || {
-        let compiled = graph.compile().unwrap_or_else(|err| panic!("{err}"));
-        let user_nodes = compiled
-            .pregel()
-            .shape()
-            .node_names()
-            .iter()
-            .filter(|n| !n.starts_with("__"))
-            .count();
-        Outcome {
-            chunks: 0,
-            check: json!({"user_nodes": user_nodes}),
-        }
-    })
+    crate::graphs::compilation_runner(builder(600), 6)
 }
