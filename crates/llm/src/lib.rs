@@ -1,0 +1,35 @@
+//! Messages, `add_messages`, and the chat model, tool and embeddings traits.
+#![doc = include_str!("../README.md")]
+
+mod add;
+mod chunk;
+mod coerce;
+mod embeddings;
+mod error;
+mod fake;
+mod message;
+mod model;
+mod tool;
+
+pub use add::{add_messages, try_add_messages};
+pub use chunk::{AiMessageChunk, ChunkPosition, ToolCallChunk, collect_chunks};
+pub use coerce::convert_to_messages;
+pub use embeddings::{DynEmbeddings, Embeddings, SharedEmbeddings, cosine_similarity};
+pub use error::{Error, Result};
+pub use fake::{FakeStreamingModel, HashEmbeddings, RecordedCall, ScriptedChatModel};
+pub use message::{
+    AiMessage, Content, ContentBlock, HumanMessage, InvalidToolCall, Message, REMOVE_ALL_MESSAGES,
+    RemoveMessage, SystemMessage, ToolCall, ToolMessage, ToolStatus, UsageMetadata,
+};
+pub use model::{
+    BoundChatModel, CallOptions, ChatModel, DynChatModel, NOSTREAM_TAG, OutputSchema,
+    SharedChatModel, StructuredChatModel, ToolChoice, ToolSchema,
+};
+pub use tool::{
+    DynTool, FnTool, Injected, InjectedArg, SharedTool, Tool, ToolContext, ToolError, ToolOutput,
+    error_message, find_tool, run_tool_call, strip_injected, tool_schema,
+};
+
+/// The schemars crate, for `#[derive(JsonSchema)]` on tool arguments without
+/// a direct dependency: add `#[schemars(crate = "stategraph_llm::schemars")]`.
+pub use schemars;
