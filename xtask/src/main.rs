@@ -155,7 +155,18 @@ fn ci(root: &Path) -> Result<()> {
     layers::check_metadata(&cargo_metadata()?)?;
     println!("layers: ok");
 
-    let mut clippy = cargo();
+    // Everything from here runs next to a real PostgreSQL, so the tests that
+    // need it are compiled, linted and run; they are never skipped in CI.
+    let cluster = postgres::Cluster::start()?;
+    cluster.check_connection()?;
+    let url = cluster.url();
+    let cargo_pg = || {
+        let mut cmd = cargo();
+        cmd.env(postgres::URL_VAR, &url);
+        cmd
+    };
+
+    let mut clippy = cargo_pg();
     clippy.args([
         "clippy",
         "--workspace",
@@ -168,37 +179,30 @@ fn ci(root: &Path) -> Result<()> {
     step(clippy)?;
 
     for features in facade_feature_sets()? {
-        let mut check = cargo();
+        let mut check = cargo_pg();
         check.args(["check", "-p", "stategraph"]).args(&features);
         check.env("RUSTFLAGS", "-D warnings");
         step(check)?;
     }
 
-    // Tests run against a real PostgreSQL; never skipped in CI.
-    let cluster = postgres::Cluster::start()?;
-    cluster.check_connection()?;
-    let mut nextest = cargo();
-    nextest
-        .args([
-            "nextest",
-            "run",
-            "--workspace",
-            "--all-features",
-            "--no-tests=fail",
-        ])
-        .env(postgres::URL_VAR, cluster.url());
+    let mut nextest = cargo_pg();
+    nextest.args([
+        "nextest",
+        "run",
+        "--workspace",
+        "--all-features",
+        "--no-tests=fail",
+    ]);
     step(nextest)?;
-    let mut doctest = cargo();
-    doctest
-        .args(["test", "--doc", "--workspace", "--all-features"])
-        .env(postgres::URL_VAR, cluster.url());
+    let mut doctest = cargo_pg();
+    doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;
-    drop(cluster);
 
-    let mut doc = cargo();
+    let mut doc = cargo_pg();
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");
     step(doc)?;
+    drop(cluster);
 
     if Command::new("cargo-deny").arg("--version").output().is_ok() {
         let mut deny = cargo();

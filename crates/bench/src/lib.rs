@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod checkpoint;
+mod checkpoint_postgres;
 mod checkpoint_sqlite;
 mod graphs;
 mod typed;
@@ -35,6 +36,7 @@ pub fn workloads() -> Vec<Workload> {
     all.extend(typed::workloads());
     all.extend(checkpoint::workloads());
     all.extend(checkpoint_sqlite::workloads());
+    all.extend(checkpoint_postgres::workloads());
     all
 }
 

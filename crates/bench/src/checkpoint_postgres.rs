@@ -1,0 +1,349 @@
+//! PostgreSQL saver workloads: `put` (pooler-safe unnamed statements, and
+//! cached prepared statements) beside plain sqlx inserting the same bytes,
+//! and a 100,000-checkpoint history (get-latest latency, paged scan).
+//!
+//! They need a server: `STATEGRAPH_TEST_POSTGRES_URL` (`cargo xtask
+//! with-postgres -- cargo run --release -p stategraph-bench -- -w
+//! 'checkpoint_postgres*'`). Without it they are left out, with one line on
+//! stderr.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use serde_json::json;
+use stategraph_checkpoint::{
+    ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
+    CheckpointSaver, CheckpointSource, ListQuery,
+};
+use stategraph_checkpoint_postgres::PostgresSaver;
+use stategraph_checkpoint_postgres::raw::{RawCheckpoint, RawWriter, ScratchSchema};
+use stategraph_core::Value;
+use tokio::runtime::Runtime;
+
+use crate::checkpoint::wide_document;
+use crate::{Outcome, Runner, Workload};
+
+const URL_VAR: &str = "STATEGRAPH_TEST_POSTGRES_URL";
+const CHANNELS: usize = 15;
+const CHECKPOINTS: usize = 100;
+/// Checkpoints in the long history (fewer in unit tests, which run every
+/// workload once in debug mode).
+const HISTORY: usize = if cfg!(test) { 1_000 } else { 100_000 };
+/// `get_tuple` calls measured on the long history.
+const LATEST_CALLS: usize = 1_000;
+/// Page size of the paged scan.
+const SCAN_PAGE: usize = 100;
+
+pub(crate) fn workloads() -> Vec<Workload> {
+    if url().is_none() {
+        // The bench binary reports to the terminal; say why these are missing.
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "stategraph-bench: {URL_VAR} is unset, the checkpoint_postgres_* workloads are skipped"
+            );
+        }
+        return Vec::new();
+    }
+    vec![
+        Workload {
+            name: "checkpoint_postgres_put",
+            setup: saver_put_unnamed,
+        },
+        Workload {
+            name: "checkpoint_postgres_put_prepared",
+            setup: saver_put_prepared,
+        },
+        Workload {
+            name: "checkpoint_postgres_put_raw",
+            setup: raw_put,
+        },
+        Workload {
+            name: "checkpoint_postgres_history_100k",
+            setup: history,
+        },
+    ]
+}
+
+fn url() -> Option<String> {
+    std::env::var(URL_VAR).ok().filter(|url| !url.is_empty())
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
+}
+
+/// A scratch schema with the saver's tables, and a saver on it.
+fn scratch(runtime: &Runtime, connections: u32) -> (ScratchSchema, PostgresSaver) {
+    let url = url().unwrap_or_else(|| panic!("{URL_VAR} is unset"));
+    runtime.block_on(async {
+        let schema = ScratchSchema::create(&url)
+            .await
+            .unwrap_or_else(|err| panic!("cannot create a schema: {err}"));
+        let pool = schema
+            .pool(connections)
+            .await
+            .unwrap_or_else(|err| panic!("cannot connect: {err}"));
+        let saver = PostgresSaver::from_pool(pool);
+        saver
+            .setup()
+            .await
+            .unwrap_or_else(|err| panic!("setup failed: {err}"));
+        (schema, saver)
+    })
+}
+
+/// The checkpoints of one run: every channel changes at every step, as
+/// `checkpoint_sqlite_put` and `checkpoint_memory_put_*`.
+fn chain() -> Vec<(Checkpoint, BTreeMap<String, ChannelVersion>)> {
+    let document = Arc::new(wide_document());
+    let mut versions: BTreeMap<String, ChannelVersion> = BTreeMap::new();
+    (0..CHECKPOINTS)
+        .map(|_| {
+            let mut checkpoint = Checkpoint::empty();
+            let mut new_versions = BTreeMap::new();
+            for channel in 0..CHANNELS {
+                let name = format!("key_{channel}");
+                let version = ChannelVersion::next(versions.get(&name));
+                let value = Value::new(vec![document.clone()]);
+                checkpoint = checkpoint.with_channel(name.clone(), value, version);
+                versions.insert(name.clone(), version);
+                new_versions.insert(name, version);
+            }
+            (checkpoint, new_versions)
+        })
+        .collect()
+}
+
+fn metadata(step: usize) -> CheckpointMetadata {
+    CheckpointMetadata::new(
+        CheckpointSource::Loop,
+        i64::try_from(step).unwrap_or(i64::MAX),
+    )
+}
+
+fn put_check(checkpoints: usize, channels: usize) -> serde_json::Value {
+    json!({"checkpoints": checkpoints, "channels": channels})
+}
+
+fn saver_put_unnamed() -> Runner {
+    saver_put(false)
+}
+
+fn saver_put_prepared() -> Runner {
+    saver_put(true)
+}
+
+/// 100 `PostgresSaver::put`s of a 15-channel checkpoint, a fresh thread per
+/// run, then one `get_tuple` of the latest. Building the values is timed, as
+/// in the raw baseline and `checkpoint_sqlite_put`.
+fn saver_put(prepared: bool) -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    let saver = saver.with_prepared_statements(prepared);
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &schema;
+        run += 1;
+        let thread = format!("bench-{run}");
+        runtime.block_on(async {
+            let mut config = CheckpointConfig::thread(&thread);
+            for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
+                config = saver
+                    .put(&config, checkpoint, metadata(step), new_versions)
+                    .await
+                    .unwrap_or_else(|err| panic!("put failed: {err}"));
+            }
+            let latest = saver
+                .get_tuple(&CheckpointConfig::thread(&thread))
+                .await
+                .unwrap_or_else(|err| panic!("get_tuple failed: {err}"))
+                .unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+            Outcome {
+                chunks: CHECKPOINTS,
+                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()),
+            }
+        })
+    })
+}
+
+/// The same checkpoints serialized to the same bytes (serde_json, as
+/// `JsonSerializer`) and inserted with plain sqlx: cached prepared
+/// statements, one transaction per checkpoint, the same two inserts, without
+/// the saver's checks and retries.
+fn raw_put() -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    let writer = RawWriter::new(saver.pool().clone());
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &schema;
+        run += 1;
+        let thread = format!("bench-{run}");
+        runtime.block_on(async {
+            let mut parent: Option<String> = None;
+            for (step, (mut checkpoint, new_versions)) in chain().into_iter().enumerate() {
+                let mut channels = Vec::with_capacity(CHANNELS);
+                let mut versions = Vec::with_capacity(CHANNELS);
+                let mut values = Vec::with_capacity(CHANNELS);
+                for (channel, version) in &new_versions {
+                    let bytes = serde_json::to_vec(&checkpoint.channel_values[channel])
+                        .unwrap_or_else(|err| panic!("serialize failed: {err}"));
+                    channels.push(channel.clone());
+                    versions.push(version.to_string());
+                    values.push(bytes);
+                }
+                checkpoint.channel_values.clear();
+                let document = serde_json::to_value(&checkpoint)
+                    .unwrap_or_else(|err| panic!("serialize failed: {err}"));
+                let metadata = metadata(step).to_json();
+                let id = checkpoint.id.to_string();
+                writer
+                    .put(&RawCheckpoint {
+                        thread_id: &thread,
+                        checkpoint_id: &id,
+                        parent: parent.as_deref(),
+                        document: &document,
+                        metadata: &metadata,
+                        channels: &channels,
+                        versions: &versions,
+                        values: &values,
+                    })
+                    .await
+                    .unwrap_or_else(|err| panic!("insert failed: {err}"));
+                parent = Some(id);
+            }
+            Outcome {
+                chunks: CHECKPOINTS,
+                check: put_check(CHECKPOINTS, CHANNELS),
+            }
+        })
+    })
+}
+
+/// Builds (untimed; 8 puts in flight) one thread of [`HISTORY`] checkpoints,
+/// each with one changed channel and one pending write; a run then times
+/// [`LATEST_CALLS`] get-latest calls (p50 and p99 in the check), one
+/// `list(limit = 20)`, and a keyset-paged scan of the whole history (pages
+/// of [`SCAN_PAGE`], `before` = last id), checked strictly descending.
+fn history() -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 8);
+    let thread = "history";
+    runtime.block_on(async {
+        let mut version: Option<ChannelVersion> = None;
+        let mut parent: Option<CheckpointId> = None;
+        let mut steps = Vec::with_capacity(HISTORY);
+        for step in 0..HISTORY {
+            let next = ChannelVersion::next(version.as_ref());
+            version = Some(next);
+            let checkpoint = Checkpoint::empty().with_channel("step", Value::new(step), next);
+            let config = match parent.replace(checkpoint.id.clone()) {
+                Some(id) => CheckpointConfig::thread(thread).with_id(id),
+                None => CheckpointConfig::thread(thread),
+            };
+            steps.push((step, config, checkpoint, next));
+        }
+        futures::stream::iter(steps)
+            .map(|(step, config, checkpoint, next)| {
+                let saver = &saver;
+                async move {
+                    let stored = saver
+                        .put(
+                            &config,
+                            checkpoint,
+                            metadata(step),
+                            [("step".to_owned(), next)].into(),
+                        )
+                        .await
+                        .unwrap_or_else(|err| panic!("put failed: {err}"));
+                    saver
+                        .put_writes(
+                            &stored,
+                            vec![("out".to_owned(), Value::new(step))],
+                            "task",
+                            "",
+                        )
+                        .await
+                        .unwrap_or_else(|err| panic!("put_writes failed: {err}"));
+                }
+            })
+            .buffer_unordered(8)
+            .collect::<Vec<()>>()
+            .await;
+    });
+    Box::new(move || {
+        let _keep = &schema;
+        runtime.block_on(async {
+            let latest_config = CheckpointConfig::thread(thread);
+            let mut latencies: Vec<Duration> = Vec::with_capacity(LATEST_CALLS);
+            for _ in 0..LATEST_CALLS {
+                let start = Instant::now();
+                let latest = saver
+                    .get_tuple(&latest_config)
+                    .await
+                    .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
+                latencies.push(start.elapsed());
+                assert!(latest.is_some(), "the latest checkpoint is missing");
+            }
+            latencies.sort();
+            let micros = |d: Duration| d.as_secs_f64() * 1e6;
+            let p50 = micros(latencies[latencies.len() / 2]);
+            let p99 = micros(latencies[latencies.len() * 99 / 100]);
+
+            let start = Instant::now();
+            let first_page: Vec<_> = saver
+                .list(ListQuery::thread(thread).limit(20))
+                .try_collect()
+                .await
+                .unwrap_or_else(|err| panic!("list failed: {err}"));
+            let list_20 = micros(start.elapsed());
+
+            let start = Instant::now();
+            let mut scanned = 0_usize;
+            let mut descending = true;
+            let mut before: Option<CheckpointId> = None;
+            let mut previous: Option<CheckpointId> = None;
+            loop {
+                let mut query = ListQuery::thread(thread).limit(SCAN_PAGE);
+                if let Some(cursor) = before.take() {
+                    query = query.before(cursor);
+                }
+                let page: Vec<_> = saver
+                    .list(query)
+                    .try_collect()
+                    .await
+                    .unwrap_or_else(|err| panic!("list failed: {err}"));
+                if page.is_empty() {
+                    break;
+                }
+                for tuple in &page {
+                    let id = tuple.config.checkpoint_id.clone();
+                    descending &= previous.is_none() || id < previous;
+                    previous = id;
+                }
+                scanned += page.len();
+                before = previous.clone();
+            }
+            let scan_s = start.elapsed().as_secs_f64();
+            Outcome {
+                chunks: scanned,
+                check: json!({
+                    "checkpoints": HISTORY,
+                    "scanned": scanned,
+                    "strictly_descending": descending,
+                    "first_page": first_page.len(),
+                    "get_latest_p50_us": p50.round(),
+                    "get_latest_p99_us": p99.round(),
+                    "list_limit_20_us": list_20.round(),
+                    "paged_scan_s": (scan_s * 1000.0).round() / 1000.0,
+                }),
+            }
+        })
+    })
+}

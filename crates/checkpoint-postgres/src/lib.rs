@@ -1,0 +1,17 @@
+//! PostgreSQL checkpoint saver.
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod migrations;
+#[cfg(feature = "_bench")]
+#[doc(hidden)]
+pub mod raw;
+mod saver;
+mod sql;
+
+pub use error::DatabaseError;
+pub use saver::{APPLICATION_NAME, PostgresSaver};
+
+/// The sqlx crate this saver is built on, for building pools and connection
+/// options ([`sqlx::postgres::PgPoolOptions`], [`sqlx::postgres::PgConnectOptions`]).
+pub use sqlx;

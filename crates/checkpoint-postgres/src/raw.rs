@@ -1,0 +1,159 @@
+//! The baseline of the `checkpoint_postgres_*` benchmarks (feature `_bench`,
+//! not a public API): the same rows the saver writes, inserted with plain
+//! sqlx (cached prepared statements, one transaction per checkpoint, no
+//! retry, no parent check), plus a scratch schema for the benchmark.
+
+use std::str::FromStr;
+
+use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use stategraph_checkpoint::{Error, Result};
+
+use crate::PostgresSaver;
+use crate::error::backend;
+
+/// A uniquely named schema, dropped (with everything in it) when this value
+/// is dropped.
+#[derive(Debug)]
+pub struct ScratchSchema {
+    url: String,
+    name: String,
+}
+
+impl ScratchSchema {
+    /// Creates a schema on the server at `url`.
+    ///
+    /// # Errors
+    /// A backend error when the server fails.
+    pub async fn create(url: &str) -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!("sg_bench_{}_{nanos}", std::process::id());
+        let mut conn = PgConnection::connect(url)
+            .await
+            .map_err(|err| backend("bench", None, err))?;
+        sqlx::raw_sql(AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
+            .execute(&mut conn)
+            .await
+            .map_err(|err| backend("bench", None, err))?;
+        Ok(Self {
+            url: url.to_owned(),
+            name,
+        })
+    }
+
+    /// A pool of `connections` whose `search_path` is this schema.
+    ///
+    /// # Errors
+    /// A backend error when the server fails.
+    pub async fn pool(&self, connections: u32) -> Result<PgPool> {
+        let options = PgConnectOptions::from_str(&self.url)
+            .map_err(|err| Error::InvalidInput {
+                operation: "bench",
+                message: err.to_string(),
+            })?
+            .options([("search_path", self.name.as_str())]);
+        PostgresSaver::pool_options()
+            .max_connections(connections)
+            .connect_with(options)
+            .await
+            .map_err(|err| backend("bench", None, err))
+    }
+}
+
+impl Drop for ScratchSchema {
+    fn drop(&mut self) {
+        let url = self.url.clone();
+        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
+        // May run inside a runtime, which cannot be blocked on: drop from a
+        // thread with its own runtime, and wait for it.
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut conn = PgConnection::connect(&url).await.ok()?;
+                sqlx::raw_sql(AssertSqlSafe(drop))
+                    .execute(&mut conn)
+                    .await
+                    .ok()?;
+                conn.close().await.ok()
+            })
+        });
+        let _ = cleanup.join();
+    }
+}
+
+/// One checkpoint's rows, already serialized.
+#[derive(Debug, Clone)]
+pub struct RawCheckpoint<'a> {
+    /// The thread.
+    pub thread_id: &'a str,
+    /// The checkpoint id.
+    pub checkpoint_id: &'a str,
+    /// The parent checkpoint id.
+    pub parent: Option<&'a str>,
+    /// The checkpoint document (JSON without values).
+    pub document: &'a serde_json::Value,
+    /// The metadata (JSON).
+    pub metadata: &'a serde_json::Value,
+    /// Channels, versions and JSON bytes of the changed channels.
+    pub channels: &'a [String],
+    /// See `channels`.
+    pub versions: &'a [String],
+    /// See `channels`.
+    pub values: &'a [Vec<u8>],
+}
+
+/// Inserts pre-serialized checkpoint rows into the saver's tables.
+#[derive(Debug, Clone)]
+pub struct RawWriter {
+    pool: PgPool,
+}
+
+impl RawWriter {
+    /// A writer on `pool` (whose schema `PostgresSaver::setup` created).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Inserts one checkpoint row and its blobs in one transaction: the
+    /// blobs in one multi-row statement, then the checkpoint.
+    ///
+    /// # Errors
+    /// A backend error when the server fails.
+    pub async fn put(&self, row: &RawCheckpoint<'_>) -> Result<()> {
+        let fail = |err| backend("bench", None, err);
+        let mut tx = self.pool.begin().await.map_err(fail)?;
+        sqlx::query(
+            "INSERT INTO stategraph_checkpoint_blobs \
+                 (thread_id, checkpoint_ns, channel, version, tag, value) \
+             SELECT $1, '', b.channel, b.version, 'json', b.value \
+             FROM UNNEST($2::text[], $3::text[], $4::bytea[]) AS b(channel, version, value)",
+        )
+        .bind(row.thread_id)
+        .bind(row.channels)
+        .bind(row.versions)
+        .bind(row.values)
+        .execute(&mut *tx)
+        .await
+        .map_err(fail)?;
+        sqlx::query(
+            "INSERT INTO stategraph_checkpoints \
+                 (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
+             VALUES ($1, '', $2, $3, $4, $5)",
+        )
+        .bind(row.thread_id)
+        .bind(row.checkpoint_id)
+        .bind(row.parent)
+        .bind(Json(row.document))
+        .bind(Json(row.metadata))
+        .execute(&mut *tx)
+        .await
+        .map_err(fail)?;
+        tx.commit().await.map_err(fail)
+    }
+}
