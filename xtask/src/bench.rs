@@ -108,13 +108,17 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     println!("\nspeed-up (python median / rust median):");
     for line in &rust {
         let name = line["workload"].as_str().unwrap_or_default();
+        // Graph workloads compare by exact name; the saver workloads with
+        // the Python script whose workload name they start with.
         let theirs = python_lines
             .iter()
             .find(|p| p["workload"].as_str() == Some(name))
             .or_else(|| {
-                python_lines
-                    .iter()
-                    .find(|p| p["workload"].as_str().is_some_and(|w| name.starts_with(w)))
+                python_lines.iter().find(|p| {
+                    p["workload"]
+                        .as_str()
+                        .is_some_and(|w| w.starts_with("checkpoint_") && name.starts_with(w))
+                })
             });
         match (
             line["median_s"].as_f64(),
