@@ -2,6 +2,11 @@
 //! channels.
 
 use std::collections::HashMap;
+
+/// Name-keyed maps built once per compile: xxh3 hashes short keys several
+/// times faster than the default SipHash, and these keys are not attacker
+/// chosen in a way that matters (they come from the graph definition).
+type NameMap<K, V> = HashMap<K, V, xxhash_rust::xxh3::Xxh3Builder>;
 use std::fmt;
 use std::sync::Arc;
 
@@ -15,10 +20,10 @@ use crate::{ChannelId, NodeFn, NodeId, NodeOutput, PregelError, Result, Writer};
 #[derive(Clone, Debug, Default)]
 pub struct GraphShape {
     channel_names: Vec<Arc<str>>,
-    channel_index: HashMap<Arc<str>, ChannelId>,
+    channel_index: NameMap<Arc<str>, ChannelId>,
     // Invariant: sorted by name, so node ids order like names.
     node_names: Vec<Arc<str>>,
-    node_index: HashMap<Arc<str>, NodeId>,
+    node_index: NameMap<Arc<str>, NodeId>,
 }
 
 impl GraphShape {
@@ -136,7 +141,7 @@ pub struct PregelBuilder {
     shape: GraphShape,
     channels: Vec<Box<dyn Channel>>,
     nodes: Vec<(Arc<str>, PregelNode)>,
-    node_positions: HashMap<Arc<str>, usize>,
+    node_positions: NameMap<Arc<str>, usize>,
     cache: Option<Arc<dyn crate::NodeCache>>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
@@ -329,7 +334,7 @@ impl PregelBuilder {
         let channel_count = self.channels.len();
         let mut read_sets: Vec<Vec<(Arc<str>, ChannelId)>> = Vec::new();
         let mut node_read_set = Vec::with_capacity(nodes.len());
-        let mut set_index: HashMap<Vec<(Arc<str>, ChannelId)>, usize> = HashMap::new();
+        let mut set_index: NameMap<Vec<(Arc<str>, ChannelId)>, usize> = NameMap::default();
         for (_, node) in &nodes {
             let set = match &node.reads {
                 Reads::Map(keys) => *set_index.entry(keys.clone()).or_insert_with(|| {
