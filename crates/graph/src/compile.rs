@@ -12,6 +12,7 @@ use std::sync::Arc;
 use stategraph_channels::{
     EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
 };
+use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
 use stategraph_core::Value;
 use stategraph_pregel::{
     ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
@@ -50,6 +51,9 @@ impl StateGraph {
         let mut builder = Pregel::builder().name(options.name.as_deref().unwrap_or("LangGraph"));
         if let Some(cache) = options.cache {
             builder = builder.cache(cache);
+        }
+        if let Some(saver) = options.checkpointer {
+            builder = builder.checkpointer(saver);
         }
         let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
         let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::new();
@@ -234,10 +238,11 @@ fn add_managed(
 pub struct CompileOptions {
     name: Option<String>,
     cache: Option<Arc<dyn NodeCache>>,
+    checkpointer: Option<SharedSaver>,
 }
 
 impl CompileOptions {
-    /// The defaults: graph name `LangGraph`, no cache.
+    /// The defaults: graph name `LangGraph`, no cache, no checkpointer.
     pub fn new() -> Self {
         Self::default()
     }
@@ -253,6 +258,23 @@ impl CompileOptions {
     #[must_use]
     pub fn cache(mut self, cache: impl NodeCache) -> Self {
         self.cache = Some(Arc::new(cache));
+        self
+    }
+
+    /// Saves a checkpoint of every run through this saver (LangGraph's
+    /// `checkpointer=`): any [`CheckpointSaver`]. Runs then need a
+    /// `thread_id` in their config, and the state API
+    /// ([`CompiledStateGraph::get_state`](crate::CompiledStateGraph::get_state))
+    /// reads the saved checkpoints.
+    #[must_use]
+    pub fn checkpointer(self, saver: impl CheckpointSaver) -> Self {
+        self.shared_checkpointer(Arc::new(saver))
+    }
+
+    /// [`CompileOptions::checkpointer`] with a saver shared with other code.
+    #[must_use]
+    pub fn shared_checkpointer(mut self, saver: SharedSaver) -> Self {
+        self.checkpointer = Some(saver);
         self
     }
 }

@@ -3,8 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use stategraph_checkpoint::ListQuery;
 use stategraph_core::{RunnableConfig, Value};
-use stategraph_pregel::{Input, Pregel, Result, RunOptions, RunStream, StreamModes};
+use stategraph_pregel::{Input, Pregel, Result, RunOptions, RunStream, StateSnapshot, StreamModes};
 
 use crate::builder::StateGraph;
 use crate::draw::{DrawableGraph, GraphStructure};
@@ -127,5 +128,31 @@ impl CompiledStateGraph {
         modes: impl Into<StreamModes>,
     ) -> RunStream {
         self.pregel.stream(input, config, modes)
+    }
+
+    /// The state of a thread at its latest checkpoint, or at the config's
+    /// `checkpoint_id` (LangGraph's `get_state`): values, the nodes that
+    /// would run next, metadata, and the checkpoint's and its parent's
+    /// addresses. An empty thread gives empty values.
+    ///
+    /// # Errors
+    /// No checkpointer (`PregelError::NoCheckpointer`), no `thread_id` in the
+    /// config (`PregelError::MissingThreadId`), or a saver error.
+    pub async fn get_state(&self, config: &RunnableConfig) -> Result<StateSnapshot> {
+        self.pregel.get_state(config).await
+    }
+
+    /// A thread's checkpoints, newest first (LangGraph's
+    /// `get_state_history`). `query` sets the metadata filter, `before` and
+    /// `limit` (`ListQuery::default()` for all); the thread comes from `config`.
+    ///
+    /// # Errors
+    /// As [`CompiledStateGraph::get_state`], or an invalid filter.
+    pub async fn get_state_history(
+        &self,
+        config: &RunnableConfig,
+        query: ListQuery,
+    ) -> Result<Vec<StateSnapshot>> {
+        self.pregel.get_state_history(config, query).await
     }
 }

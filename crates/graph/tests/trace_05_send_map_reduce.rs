@@ -4,11 +4,13 @@
 //!
 //! The Python graph is compiled with an `InMemorySaver`, but `updates` and
 //! `final` do not depend on it (each run uses a fresh thread), so they are
-//! ported without a checkpointer.
+//! ported without a checkpointer. `history` runs on an `InMemorySaver`: each
+//! checkpoint's `values`, `next` and `metadata`, and the parent links.
 //!
 //! Not ported yet:
 //! - `tasks` — the `tasks` stream mode is not implemented.
-//! - `history` — needs a checkpointer (`get_state_history`).
+//! - `history[*].tasks` — needs pending writes (task results are read from
+//!   the writes saved against each checkpoint).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -18,9 +20,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
+use stategraph_checkpoint::{InMemorySaver, ListQuery};
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
-    CompiledStateGraph, END, NodeError, Route, START, Schema, Send, StateGraph, StreamMode,
+    CompileOptions, CompiledStateGraph, END, NodeError, Route, START, Schema, Send, StateGraph,
+    StreamMode,
 };
 use support::{assert_steps_eq, assert_trace, fixture, invoke, node, py_str, stream_ok};
 
@@ -28,7 +32,7 @@ fn expected(key: &str) -> Json {
     fixture("05_send_map_reduce")[key].clone()
 }
 
-fn app() -> CompiledStateGraph {
+fn graph() -> StateGraph {
     let mut g = StateGraph::new(
         Schema::new()
             .last_value("subjects")
@@ -75,7 +79,11 @@ fn app() -> CompiledStateGraph {
     .unwrap();
     g.add_edge("joke", "summarize").unwrap();
     g.add_edge("summarize", END).unwrap();
-    g.compile().unwrap()
+    g
+}
+
+fn app() -> CompiledStateGraph {
+    graph().compile().unwrap()
 }
 
 fn input() -> Json {
@@ -145,4 +153,37 @@ async fn trace_05_mixed_updates() {
 async fn trace_05_mixed_final() {
     let out = invoke(&mixed(), json!({"log": []}), &RunnableConfig::default()).await;
     assert_trace(&out, &expected("mixed_final"));
+}
+
+#[tokio::test]
+async fn trace_05_history() {
+    let app = graph()
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap();
+    let config = RunnableConfig::thread("send");
+    invoke(&app, input(), &config).await;
+    let history = app
+        .get_state_history(&config, ListQuery::default())
+        .await
+        .unwrap();
+    let expected = expected("history");
+    let expected = expected.as_array().unwrap();
+    assert_eq!(history.len(), expected.len());
+    for (i, (snapshot, want)) in history.iter().zip(expected).enumerate() {
+        let actual = json!({
+            "values": snapshot.values.to_json().unwrap(),
+            "next": snapshot.next,
+            "metadata": snapshot.metadata.as_ref().unwrap().to_json(),
+        });
+        let want = json!({
+            "values": want["values"],
+            "next": want["next"],
+            "metadata": want["metadata"],
+        });
+        assert_trace(&actual, &want);
+        // Each checkpoint's parent is the next older one; the oldest has none.
+        let parent = snapshot.parent_config.as_ref().map(|p| &p.checkpoint_id);
+        let older = history.get(i + 1).map(|s| &s.config.checkpoint_id);
+        assert_eq!(parent, older);
+    }
 }

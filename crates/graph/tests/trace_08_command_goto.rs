@@ -16,7 +16,10 @@
 //! `NodeSpec::destinations`.
 //!
 //! Not ported yet:
-//! - `command_input_history` — needs a checkpointer (`get_state_history`).
+//! - `command_input_history` — `get_state_history` exists now, but LangGraph's
+//!   `next` lists a checkpoint's tasks in node declaration order
+//!   (`["router", "left"]`) and a compiled `StateGraph` only knows its nodes
+//!   sorted by name.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]

@@ -124,6 +124,16 @@ pub enum PregelError {
     /// The checkpoint saver failed.
     #[error(transparent)]
     Checkpoint(#[from] stategraph_checkpoint::Error),
+    /// The graph has a checkpointer but the run's config names no thread
+    /// (LangGraph's `ValueError` about the `configurable` keys).
+    #[error(
+        "Checkpointer requires one or more of the following 'configurable' keys: thread_id, checkpoint_ns, checkpoint_id"
+    )]
+    MissingThreadId,
+    /// A state operation (`get_state`, `get_state_history`) on a graph
+    /// compiled without a checkpointer.
+    #[error("No checkpointer set")]
+    NoCheckpointer,
 }
 
 impl PregelError {
@@ -135,7 +145,9 @@ impl PregelError {
             | Self::EmptyInput(_)
             | Self::InvalidGraph(_)
             | Self::Runtime(_)
-            | Self::ParentCommand(_) => ErrorKind::InvalidInput,
+            | Self::ParentCommand(_)
+            | Self::MissingThreadId
+            | Self::NoCheckpointer => ErrorKind::InvalidInput,
             Self::Channel(err) => err.kind(),
             Self::Node { .. } => ErrorKind::Backend,
             Self::Value(err) => err.kind(),
@@ -157,6 +169,7 @@ impl PregelError {
             Self::ParentCommand(_) => "ParentCommand",
             Self::InvalidGraph(_) => "ValueError",
             Self::Checkpoint(_) => "CheckpointError",
+            Self::MissingThreadId | Self::NoCheckpointer => "ValueError",
         }
     }
 }

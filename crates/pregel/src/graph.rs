@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use stategraph_channels::{Channel, Topic};
+use stategraph_checkpoint::SharedSaver;
 
 use crate::node::{PregelNode, Reads, node_fn};
 use crate::types::{Send, names};
@@ -96,6 +97,7 @@ pub(crate) struct PregelInner {
     // Per node: its `{node: None}` updates chunk, shared by every run.
     pub(crate) none_updates: Vec<stategraph_core::Value>,
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
+    pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) name: String,
 }
 
@@ -132,6 +134,11 @@ impl Pregel {
     pub fn name(&self) -> &str {
         &self.inner.name
     }
+
+    /// The checkpoint saver runs of this graph save to, if any.
+    pub fn checkpointer(&self) -> Option<&SharedSaver> {
+        self.inner.checkpointer.as_ref()
+    }
 }
 
 /// Builds a [`Pregel`] graph: declare channels first, then nodes that refer to
@@ -143,6 +150,7 @@ pub struct PregelBuilder {
     nodes: Vec<(Arc<str>, PregelNode)>,
     node_positions: NameMap<Arc<str>, usize>,
     cache: Option<Arc<dyn crate::NodeCache>>,
+    checkpointer: Option<SharedSaver>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
@@ -286,6 +294,14 @@ impl PregelBuilder {
         self
     }
 
+    /// Saves a checkpoint of every run through this saver (see
+    /// [`Durability`](crate::Durability)); runs then need a `thread_id`.
+    #[must_use]
+    pub fn checkpointer(mut self, saver: SharedSaver) -> Self {
+        self.checkpointer = Some(saver);
+        self
+    }
+
     /// Sets the graph's name.
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -414,6 +430,7 @@ impl PregelBuilder {
                 finishes_initially,
                 none_updates,
                 cache: self.cache.take(),
+                checkpointer: self.checkpointer.take(),
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
             }),
         })

@@ -19,7 +19,9 @@ pub use node::{
     WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
-pub use run::{DEFAULT_RECURSION_LIMIT, Input, NodeUpdate, RunStream, UpdatePayload};
+pub use run::{
+    DEFAULT_RECURSION_LIMIT, Durability, Input, NodeUpdate, RunStream, StateSnapshot, UpdatePayload,
+};
 pub use types::{Command, CommandGraph, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
 
 /// Index of a channel in a compiled graph.

@@ -469,6 +469,7 @@ pub struct RunOptions {
     pub(crate) forward: Option<Forward>,
     // Set for the run of a subgraph inside a parent's task.
     pub(crate) nested: bool,
+    pub(crate) durability: crate::Durability,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -485,6 +486,7 @@ impl fmt::Debug for RunOptions {
             .field("context", &self.context.is_some())
             .field("subgraphs", &self.subgraphs)
             .field("forwarded", &self.forward.is_some())
+            .field("durability", &self.durability)
             .finish()
     }
 }
@@ -508,6 +510,14 @@ impl RunOptions {
     #[must_use]
     pub fn subgraphs(mut self, subgraphs: bool) -> Self {
         self.subgraphs = subgraphs;
+        self
+    }
+
+    /// When a run of a graph with a checkpointer saves its checkpoints
+    /// (LangGraph's `durability`; default [`Durability::Async`](crate::Durability::Async)).
+    #[must_use]
+    pub fn durability(mut self, durability: crate::Durability) -> Self {
+        self.durability = durability;
         self
     }
 }
@@ -585,6 +595,7 @@ impl TaskContext {
         };
         RunOptions {
             nested: true,
+            durability: crate::Durability::default(),
             context: self.run.context.clone(),
             subgraphs: self.run.subgraphs,
             forward: target.map(|sink| {

@@ -18,7 +18,7 @@ use crate::run_channels::RunChannels;
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::Serialize;
-use stategraph_checkpoint::ChannelVersion;
+use stategraph_checkpoint::{ChannelVersion, CheckpointSource};
 use stategraph_core::{RunnableConfig, Value};
 
 use crate::error::{NodeError, PregelError, Result};
@@ -30,6 +30,10 @@ use crate::node::{
 use crate::retry;
 use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
 use crate::{ChannelId, NodeId};
+
+mod persist;
+
+pub use persist::{Durability, StateSnapshot};
 
 /// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).
 pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
@@ -164,6 +168,7 @@ impl RunStream {
             shown: graph.stream.clone(),
         });
         let child = options.nested;
+        let durability = options.durability;
         let run_info = RunInfo {
             config,
             sink,
@@ -173,7 +178,7 @@ impl RunStream {
             subgraphs: options.subgraphs,
             child,
         };
-        let run = Loop::new(graph, run_info).run(input);
+        let run = Loop::new(graph, run_info).run(input, durability);
         Self {
             run: Some(Box::pin(run)),
             queue,
@@ -296,6 +301,8 @@ struct Loop {
     updated_buf: Vec<ChannelId>,
     // Emptied write lists of finished tasks, reused by the next ones.
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
+    // Set when the graph has a checkpointer (root runs only).
+    persist: Option<Box<persist::Persist>>,
 }
 
 impl Loop {
@@ -328,13 +335,27 @@ impl Loop {
             write_buf: Vec::new(),
             updated_buf: Vec::new(),
             write_pool: std::cell::RefCell::new(Vec::new()),
+            persist: None,
             graph,
         }
     }
 
-    async fn run(self, input: Input) -> Result<()> {
+    async fn run(mut self, input: Input, durability: Durability) -> Result<()> {
         let nested = self.run.child;
-        match self.steps(input).await {
+        // Subgraph runs do not checkpoint yet (no namespaces).
+        let saver = self.graph.checkpointer.clone().filter(|_| !nested);
+        let result = match saver {
+            None => self.steps(input).await,
+            Some(saver) => match persist::target_of(&self.run.config) {
+                Ok(target) => {
+                    self.persist = Some(Box::new(persist::Persist::new(saver, durability, target)));
+                    let result = self.steps(input).await;
+                    self.finish_persisted(result).await
+                }
+                Err(err) => Err(err),
+            },
+        };
+        match result {
             // Only a subgraph has a parent to hand the command to.
             Err(PregelError::ParentCommand(_)) if !nested => Err(PregelError::InvalidUpdate(
                 "There is no parent graph".into(),
@@ -343,11 +364,16 @@ impl Loop {
         }
     }
 
-    async fn steps(mut self, input: Input) -> Result<()> {
-        // A fresh thread: the input checkpoint is step -1, the loop starts at 0.
-        self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
-        let mut updated = self.apply_input(input)?;
-        self.step += 1;
+    async fn steps(&mut self, input: Input) -> Result<()> {
+        let mut updated = if self.persist.is_some() {
+            self.start_persisted(input).await?
+        } else {
+            // A fresh thread: the input is step -1, the loop starts at 0.
+            self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
+            let updated = self.apply_input(input)?;
+            self.step += 1;
+            updated
+        };
         loop {
             if self.step > self.stop {
                 return Err(PregelError::GraphRecursion { limit: self.limit });
@@ -356,7 +382,15 @@ impl Loop {
             if tasks.is_empty() {
                 return Ok(());
             }
-            self.execute(&mut tasks).await?;
+            match self.persist.as_mut().and_then(|p| p.take_pending()) {
+                None => self.execute(&mut tasks).await?,
+                // The previous checkpoint's put runs alongside this step.
+                Some(put) => {
+                    let (ran, saved) = futures::join!(self.execute(&mut tasks), put);
+                    saved?;
+                    ran?;
+                }
+            }
             // Recycle the last step's list for the next one.
             self.updated_buf = std::mem::take(&mut updated);
             // Finished tasks no longer need their inputs; releasing them (and
@@ -370,6 +404,9 @@ impl Loop {
             tasks.clear();
             self.task_buf = tasks;
             self.emit_values(&updated);
+            if self.persist.is_some() {
+                self.save(CheckpointSource::Loop, &updated).await?;
+            }
             self.step += 1;
             if self.run.sinks().any(Sink::has_pending) {
                 YieldNow(false).await;
@@ -378,7 +415,10 @@ impl Loop {
     }
 
     fn next_version(&self) -> ChannelVersion {
-        ChannelVersion::new(self.max_version.map_or(0, |v| v.counter()) + 1, 0)
+        match &self.persist {
+            None => ChannelVersion::new(self.max_version.map_or(0, |v| v.counter()) + 1, 0),
+            Some(persist) => persist.next_version(self.max_version.as_ref()),
+        }
     }
 
     fn name(&self, channel: ChannelId) -> &str {
@@ -386,43 +426,49 @@ impl Loop {
     }
 
     fn apply_input(&mut self, input: Input) -> Result<Vec<ChannelId>> {
-        let writes: Vec<(ChannelId, Value)> = match input {
-            Input::Value(value) => match &self.graph.input {
-                IoChannels::One(channel) => vec![(*channel, value)],
-                IoChannels::Many(channels) => {
-                    let json = value.to_json()?;
-                    let serde_json::Value::Object(map) = json else {
-                        return Err(PregelError::InvalidGraph(format!(
-                            "expected the input to be a map of channels, got {json}"
-                        )));
-                    };
-                    let mut writes = Vec::new();
-                    for (key, value) in map {
-                        match self
-                            .graph
-                            .shape
-                            .channel_id(&key)
-                            .filter(|c| channels.contains(c))
-                        {
-                            Some(channel) => writes.push((channel, Value::from_json(value))),
-                            None => tracing::warn!(
-                                "input channel {key} not found among the graph's input channels"
-                            ),
-                        }
-                    }
-                    writes
-                }
-            },
+        let writes = match input {
+            Input::Value(value) => self.input_writes(value)?,
             Input::Command(command) => return self.apply_command_input(command),
             Input::Resume => {
                 return Err(PregelError::EmptyInput(self.input_names()));
             }
         };
+        let mut input_task = Task::input(writes);
+        self.apply(std::slice::from_mut(&mut input_task), false)
+    }
+
+    /// The writes of a run's input to the input channels (at least one).
+    fn input_writes(&self, value: Value) -> Result<Vec<(ChannelId, Value)>> {
+        let writes: Vec<(ChannelId, Value)> = match &self.graph.input {
+            IoChannels::One(channel) => vec![(*channel, value)],
+            IoChannels::Many(channels) => {
+                let json = value.to_json()?;
+                let serde_json::Value::Object(map) = json else {
+                    return Err(PregelError::InvalidGraph(format!(
+                        "expected the input to be a map of channels, got {json}"
+                    )));
+                };
+                let mut writes = Vec::new();
+                for (key, value) in map {
+                    match self
+                        .graph
+                        .shape
+                        .channel_id(&key)
+                        .filter(|c| channels.contains(c))
+                    {
+                        Some(channel) => writes.push((channel, Value::from_json(value))),
+                        None => tracing::warn!(
+                            "input channel {key} not found among the graph's input channels"
+                        ),
+                    }
+                }
+                writes
+            }
+        };
         if writes.is_empty() {
             return Err(PregelError::EmptyInput(self.input_names()));
         }
-        let mut input_task = Task::input(writes);
-        self.apply(std::slice::from_mut(&mut input_task), false)
+        Ok(writes)
     }
 
     /// A `Command` as the input of a fresh thread, as LangGraph 1.2.22 runs it
@@ -952,25 +998,30 @@ impl Loop {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
             }
-            let value = match &sink.shown {
-                IoChannels::One(channel) => self
-                    .channels
-                    .get(*channel)
-                    .get()
-                    .unwrap_or_else(Value::null),
-                IoChannels::Many(channels) => Value::new(StateValues::new(
-                    channels
-                        .iter()
-                        .filter_map(|c| {
-                            Some((
-                                self.graph.shape.channel_name_arc(*c),
-                                self.channels.get(*c).get()?,
-                            ))
-                        })
-                        .collect(),
-                )),
-            };
-            sink.push(StreamMode::Values, value);
+            sink.push(StreamMode::Values, self.values_of(&sink.shown));
+        }
+    }
+
+    /// The values of these channels: the value itself for one channel, a
+    /// map of the available ones for several.
+    fn values_of(&self, shown: &IoChannels) -> Value {
+        match shown {
+            IoChannels::One(channel) => self
+                .channels
+                .get(*channel)
+                .get()
+                .unwrap_or_else(Value::null),
+            IoChannels::Many(channels) => Value::new(StateValues::new(
+                channels
+                    .iter()
+                    .filter_map(|c| {
+                        Some((
+                            self.graph.shape.channel_name_arc(*c),
+                            self.channels.get(*c).get()?,
+                        ))
+                    })
+                    .collect(),
+            )),
         }
     }
 

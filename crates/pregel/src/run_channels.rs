@@ -44,6 +44,11 @@ impl RunChannels {
             .as_mut()
     }
 
+    /// Replaces a channel (restored from a checkpoint).
+    pub(crate) fn set(&mut self, channel: ChannelId, restored: Box<dyn Channel>) {
+        self.own[channel] = Some(restored);
+    }
+
     /// Whether the channel was ever changed in this run.
     pub(crate) fn touched(&self, channel: ChannelId) -> bool {
         self.own[channel].is_some()

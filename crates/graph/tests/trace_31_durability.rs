@@ -1,0 +1,111 @@
+//! Golden trace 31: durability modes. `sync` and `async` save an input
+//! checkpoint and one per superstep; `exit` saves only the run's last
+//! checkpoint, also when the run fails (README semantics 19). Compared per
+//! mode: the history (`[step, source, next, log]`, newest first) of a
+//! completed run and of a failed run, and the failed run's error.
+//!
+//! Not ported yet:
+//! - `*_at_interrupt`, `*_after_resume` — need `interrupt()` and
+//!   `Command(resume=...)`.
+//! - `*_error_state_tasks` — need pending writes (the failed task's error is
+//!   saved as a write and shown in `get_state().tasks`).
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value as Json, json};
+use stategraph_checkpoint::{InMemorySaver, ListQuery};
+use stategraph_core::RunnableConfig;
+use stategraph_graph::{
+    CompileOptions, CompiledStateGraph, Durability, NodeError, RunOptions, START, Schema,
+    StateGraph,
+};
+use support::{assert_trace, catch, fixture};
+
+fn expected(key: &str) -> Json {
+    fixture("31_durability")[key].clone()
+}
+
+fn app() -> CompiledStateGraph {
+    let mut g = StateGraph::new(
+        Schema::new()
+            .append("log")
+            .last_value("fail")
+            .last_value("ask"),
+    );
+    g.add_node("a", |_s: Json| async {
+        Ok::<_, NodeError>(json!({"log": ["a"]}))
+    })
+    .unwrap();
+    g.add_node("b", |_s: Json| async {
+        Ok::<_, NodeError>(json!({"log": ["b"]}))
+    })
+    .unwrap();
+    g.add_node("c", |s: Json| async move {
+        if s["fail"].as_bool().unwrap_or(false) {
+            return Err(NodeError::new("RuntimeError", "c failed"));
+        }
+        Ok(json!({"log": ["c"]}))
+    })
+    .unwrap();
+    g.add_edge(START, "a").unwrap();
+    g.add_edge("a", "b").unwrap();
+    g.add_edge("b", "c").unwrap();
+    g.compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap()
+}
+
+async fn summary(app: &CompiledStateGraph, config: &RunnableConfig) -> Json {
+    let history = app
+        .get_state_history(config, ListQuery::default())
+        .await
+        .unwrap();
+    Json::Array(
+        history
+            .into_iter()
+            .map(|s| {
+                let metadata = s.metadata.unwrap().to_json();
+                json!([
+                    metadata["step"],
+                    metadata["source"],
+                    s.next,
+                    s.values.to_json().unwrap()["log"]
+                ])
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn durability_modes_save_the_checkpoints_langgraph_saves() {
+    let app = app();
+    for (name, durability) in [
+        ("sync", Durability::Sync),
+        ("async", Durability::Async),
+        ("exit", Durability::Exit),
+    ] {
+        let options = RunOptions::new().durability(durability);
+
+        let config = RunnableConfig::thread(format!("ok-{name}"));
+        app.invoke_with(json!({"log": []}), &config, options.clone())
+            .await
+            .unwrap();
+        assert_trace(
+            &summary(&app, &config).await,
+            &expected(&format!("{name}_complete")),
+        );
+
+        let config = RunnableConfig::thread(format!("err-{name}"));
+        let error = catch(
+            app.invoke_with(json!({"log": [], "fail": true}), &config, options)
+                .await,
+        );
+        assert_trace(&error, &expected(&format!("{name}_error")));
+        assert_trace(
+            &summary(&app, &config).await,
+            &expected(&format!("{name}_error_history")),
+        );
+    }
+}
