@@ -79,7 +79,7 @@ async fn summary(app: &CompiledStateGraph, config: &RunnableConfig) -> Json {
 }
 
 #[tokio::test]
-async fn durability_modes_save_the_checkpoints_langgraph_saves() {
+async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
     let app = app();
     for (name, durability) in [
         ("sync", Durability::Sync),
