@@ -7,35 +7,21 @@
 //! 'checkpoint_postgres*'`). Without it they are left out, with one line on
 //! stderr.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use futures::{StreamExt, TryStreamExt};
-use serde_json::json;
+use futures::StreamExt;
 use stategraph_checkpoint::{
-    ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
-    CheckpointSaver, CheckpointSource, ListQuery,
+    ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointSaver,
 };
 use stategraph_checkpoint_postgres::PostgresSaver;
 use stategraph_checkpoint_postgres::raw::{RawCheckpoint, RawWriter, ScratchSchema};
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
-use crate::checkpoint::wide_document;
+use crate::saver_workload::{
+    CHANNELS, CHECKPOINTS, HISTORY, chain, metadata, put_check, read_history,
+};
 use crate::{Outcome, Runner, Workload};
 
 const URL_VAR: &str = "STATEGRAPH_TEST_POSTGRES_URL";
-const CHANNELS: usize = 15;
-const CHECKPOINTS: usize = 100;
-/// Checkpoints in the long history (fewer in unit tests, which run every
-/// workload once in debug mode).
-const HISTORY: usize = if cfg!(test) { 1_000 } else { 100_000 };
-/// `get_tuple` calls measured on the long history.
-const LATEST_CALLS: usize = 1_000;
-/// Page size of the paged scan.
-const SCAN_PAGE: usize = 100;
-
 pub(crate) fn workloads() -> Vec<Workload> {
     if url().is_none() {
         // The bench binary reports to the terminal; say why these are missing.
@@ -96,39 +82,6 @@ fn scratch(runtime: &Runtime, connections: u32) -> (ScratchSchema, PostgresSaver
             .unwrap_or_else(|err| panic!("setup failed: {err}"));
         (schema, saver)
     })
-}
-
-/// The checkpoints of one run: every channel changes at every step, as
-/// `checkpoint_sqlite_put` and `checkpoint_memory_put_*`.
-fn chain() -> Vec<(Checkpoint, BTreeMap<String, ChannelVersion>)> {
-    let document = Arc::new(wide_document());
-    let mut versions: BTreeMap<String, ChannelVersion> = BTreeMap::new();
-    (0..CHECKPOINTS)
-        .map(|_| {
-            let mut checkpoint = Checkpoint::empty();
-            let mut new_versions = BTreeMap::new();
-            for channel in 0..CHANNELS {
-                let name = format!("key_{channel}");
-                let version = ChannelVersion::next(versions.get(&name));
-                let value = Value::new(vec![document.clone()]);
-                checkpoint = checkpoint.with_channel(name.clone(), value, version);
-                versions.insert(name.clone(), version);
-                new_versions.insert(name, version);
-            }
-            (checkpoint, new_versions)
-        })
-        .collect()
-}
-
-fn metadata(step: usize) -> CheckpointMetadata {
-    CheckpointMetadata::new(
-        CheckpointSource::Loop,
-        i64::try_from(step).unwrap_or(i64::MAX),
-    )
-}
-
-fn put_check(checkpoints: usize, channels: usize) -> serde_json::Value {
-    json!({"checkpoints": checkpoints, "channels": channels})
 }
 
 fn saver_put_unnamed() -> Runner {
@@ -228,9 +181,7 @@ fn raw_put() -> Runner {
 
 /// Builds (untimed; 8 puts in flight) one thread of [`HISTORY`] checkpoints,
 /// each with one changed channel and one pending write; a run then times
-/// [`LATEST_CALLS`] get-latest calls (p50 and p99 in the check), one
-/// `list(limit = 20)`, and a keyset-paged scan of the whole history (pages
-/// of [`SCAN_PAGE`], `before` = last id), checked strictly descending.
+/// [`read_history`].
 fn history() -> Runner {
     let runtime = runtime();
     let (schema, saver) = scratch(&runtime, 8);
@@ -279,71 +230,6 @@ fn history() -> Runner {
     });
     Box::new(move || {
         let _keep = &schema;
-        runtime.block_on(async {
-            let latest_config = CheckpointConfig::thread(thread);
-            let mut latencies: Vec<Duration> = Vec::with_capacity(LATEST_CALLS);
-            for _ in 0..LATEST_CALLS {
-                let start = Instant::now();
-                let latest = saver
-                    .get_tuple(&latest_config)
-                    .await
-                    .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
-                latencies.push(start.elapsed());
-                assert!(latest.is_some(), "the latest checkpoint is missing");
-            }
-            latencies.sort();
-            let micros = |d: Duration| d.as_secs_f64() * 1e6;
-            let p50 = micros(latencies[latencies.len() / 2]);
-            let p99 = micros(latencies[latencies.len() * 99 / 100]);
-
-            let start = Instant::now();
-            let first_page: Vec<_> = saver
-                .list(ListQuery::thread(thread).limit(20))
-                .try_collect()
-                .await
-                .unwrap_or_else(|err| panic!("list failed: {err}"));
-            let list_20 = micros(start.elapsed());
-
-            let start = Instant::now();
-            let mut scanned = 0_usize;
-            let mut descending = true;
-            let mut before: Option<CheckpointId> = None;
-            let mut previous: Option<CheckpointId> = None;
-            loop {
-                let mut query = ListQuery::thread(thread).limit(SCAN_PAGE);
-                if let Some(cursor) = before.take() {
-                    query = query.before(cursor);
-                }
-                let page: Vec<_> = saver
-                    .list(query)
-                    .try_collect()
-                    .await
-                    .unwrap_or_else(|err| panic!("list failed: {err}"));
-                if page.is_empty() {
-                    break;
-                }
-                for tuple in &page {
-                    let id = tuple.config.checkpoint_id.clone();
-                    descending &= previous.is_none() || id < previous;
-                    previous = id;
-                }
-                scanned += page.len();
-                before = previous.clone();
-            }
-            let scan_s = start.elapsed().as_secs_f64();
-            Outcome {
-                chunks: scanned,
-                check: json!({
-                    "checkpoints": HISTORY,
-                    "scanned": scanned,
-                    "strictly_descending": descending,
-                    "first_page": first_page.len(),
-                    "get_latest_p50_us": p50.round(),
-                    "get_latest_p99_us": p99.round(),
-                    "list_limit_20_us": list_20.round(),
-                    "paged_scan_s": (scan_s * 1000.0).round() / 1000.0,
-                }),
-            }
-        })
+        runtime.block_on(read_history(&saver, thread))
     })
 }

@@ -1,35 +1,18 @@
 //! SQLite saver workloads: `put` beside plain rusqlite inserting the same
 //! bytes, and a 100,000-checkpoint history (get-latest latency, paged scan).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
-use serde_json::json;
-use stategraph_checkpoint::{
-    ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
-    CheckpointSaver, CheckpointSource, ListQuery,
-};
+use stategraph_checkpoint::{ChannelVersion, Checkpoint, CheckpointConfig, CheckpointSaver};
 use stategraph_checkpoint_sqlite::SqliteSaver;
 use stategraph_checkpoint_sqlite::raw::{RawCheckpoint, RawWriter};
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
-use crate::checkpoint::wide_document;
+use crate::saver_workload::{
+    CHANNELS, CHECKPOINTS, HISTORY, chain, metadata, put_check, read_history,
+};
 use crate::{Outcome, Runner, Workload};
-
-const CHANNELS: usize = 15;
-const CHECKPOINTS: usize = 100;
-
-/// Checkpoints in the long history (fewer in unit tests, which run every
-/// workload once in debug mode).
-const HISTORY: usize = if cfg!(test) { 1_000 } else { 100_000 };
-/// `get_tuple` calls measured on the long history.
-const LATEST_CALLS: usize = 1_000;
-/// Page size of the paged scan.
-const SCAN_PAGE: usize = 100;
 
 pub(crate) fn workloads() -> Vec<Workload> {
     vec![
@@ -80,39 +63,6 @@ fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
-}
-
-/// The checkpoints of one run: every channel changes at every step (the
-/// worst case for a saver), as `checkpoint_memory_put_*`.
-fn chain() -> Vec<(Checkpoint, BTreeMap<String, ChannelVersion>)> {
-    let document = Arc::new(wide_document());
-    let mut versions: BTreeMap<String, ChannelVersion> = BTreeMap::new();
-    (0..CHECKPOINTS)
-        .map(|_| {
-            let mut checkpoint = Checkpoint::empty();
-            let mut new_versions = BTreeMap::new();
-            for channel in 0..CHANNELS {
-                let name = format!("key_{channel}");
-                let version = ChannelVersion::next(versions.get(&name));
-                let value = Value::new(vec![document.clone()]);
-                checkpoint = checkpoint.with_channel(name.clone(), value, version);
-                versions.insert(name.clone(), version);
-                new_versions.insert(name, version);
-            }
-            (checkpoint, new_versions)
-        })
-        .collect()
-}
-
-fn metadata(step: usize) -> CheckpointMetadata {
-    CheckpointMetadata::new(
-        CheckpointSource::Loop,
-        i64::try_from(step).unwrap_or(i64::MAX),
-    )
-}
-
-fn put_check(checkpoints: usize, channels: usize) -> serde_json::Value {
-    json!({"checkpoints": checkpoints, "channels": channels})
 }
 
 /// 100 `SqliteSaver::put`s of a 15-channel checkpoint on a file database,
@@ -197,11 +147,7 @@ fn raw_put() -> Runner {
 }
 
 /// Builds (untimed) one thread of [`HISTORY`] checkpoints, each with one
-/// changed channel and one pending write; a run then times
-/// [`LATEST_CALLS`] get-latest calls (p50 and p99 in the check), one
-/// `list(limit = 20)`, and a keyset-paged scan of the whole history
-/// (pages of [`SCAN_PAGE`], `before` = last id), checked strictly
-/// descending.
+/// changed channel and one pending write; a run then times [`read_history`].
 fn history() -> Runner {
     let scratch = Scratch::new();
     let saver = SqliteSaver::open(scratch.db())
@@ -237,71 +183,6 @@ fn history() -> Runner {
     });
     Box::new(move || {
         let _keep = &scratch;
-        runtime.block_on(async {
-            let latest_config = CheckpointConfig::thread(thread);
-            let mut latencies: Vec<Duration> = Vec::with_capacity(LATEST_CALLS);
-            for _ in 0..LATEST_CALLS {
-                let start = Instant::now();
-                let latest = saver
-                    .get_tuple(&latest_config)
-                    .await
-                    .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
-                latencies.push(start.elapsed());
-                assert!(latest.is_some(), "the latest checkpoint is missing");
-            }
-            latencies.sort();
-            let micros = |d: Duration| d.as_secs_f64() * 1e6;
-            let p50 = micros(latencies[latencies.len() / 2]);
-            let p99 = micros(latencies[latencies.len() * 99 / 100]);
-
-            let start = Instant::now();
-            let first_page: Vec<_> = saver
-                .list(ListQuery::thread(thread).limit(20))
-                .try_collect()
-                .await
-                .unwrap_or_else(|err| panic!("list failed: {err}"));
-            let list_20 = micros(start.elapsed());
-
-            let start = Instant::now();
-            let mut scanned = 0_usize;
-            let mut descending = true;
-            let mut before: Option<CheckpointId> = None;
-            let mut previous: Option<CheckpointId> = None;
-            loop {
-                let mut query = ListQuery::thread(thread).limit(SCAN_PAGE);
-                if let Some(cursor) = before.take() {
-                    query = query.before(cursor);
-                }
-                let page: Vec<_> = saver
-                    .list(query)
-                    .try_collect()
-                    .await
-                    .unwrap_or_else(|err| panic!("list failed: {err}"));
-                if page.is_empty() {
-                    break;
-                }
-                for tuple in &page {
-                    let id = tuple.config.checkpoint_id.clone();
-                    descending &= previous.is_none() || id < previous;
-                    previous = id;
-                }
-                scanned += page.len();
-                before = previous.clone();
-            }
-            let scan_s = start.elapsed().as_secs_f64();
-            Outcome {
-                chunks: scanned,
-                check: json!({
-                    "checkpoints": HISTORY,
-                    "scanned": scanned,
-                    "strictly_descending": descending,
-                    "first_page": first_page.len(),
-                    "get_latest_p50_us": p50.round(),
-                    "get_latest_p99_us": p99.round(),
-                    "list_limit_20_us": list_20.round(),
-                    "paged_scan_s": (scan_s * 1000.0).round() / 1000.0,
-                }),
-            }
-        })
+        runtime.block_on(read_history(&saver, thread))
     })
 }

@@ -5,6 +5,7 @@ mod checkpoint;
 mod checkpoint_postgres;
 mod checkpoint_sqlite;
 mod graphs;
+mod saver_workload;
 mod typed;
 
 use std::time::{Duration, Instant};
