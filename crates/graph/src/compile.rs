@@ -98,7 +98,10 @@ impl StateGraph {
         start.set_hidden(true);
         builder.add_node(START, start)?;
 
-        for (name, spec) in &self.nodes {
+        // In declaration order: the runtime lists tasks planned from a
+        // stored checkpoint in the order nodes were added.
+        for name in &self.node_order {
+            let spec = &self.nodes[name];
             let reads = match &spec.input_keys {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),

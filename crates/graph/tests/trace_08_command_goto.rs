@@ -15,11 +15,10 @@
 //! (`Command[Literal["left", "right"]]`); the Rust port declares them with
 //! `NodeSpec::destinations`.
 //!
-//! Not ported yet:
-//! - `command_input_history` — `get_state_history` exists now, but LangGraph's
-//!   `next` lists a checkpoint's tasks in node declaration order
-//!   (`["router", "left"]`) and a compiled `StateGraph` only knows its nodes
-//!   sorted by name.
+//! `command_input_history` runs the `Command` input on an `InMemorySaver`
+//! and reads the checkpoints back: each one's `next` lists the tasks it
+//! would run in node declaration order (`["router", "left"]`), as LangGraph
+//! plans them from a stored checkpoint.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -29,9 +28,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
+use stategraph_checkpoint::{InMemorySaver, ListQuery};
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
-    Command, CompiledStateGraph, NodeError, NodeSpec, START, Schema, Send, StateGraph, StreamMode,
+    Command, CompileOptions, CompiledStateGraph, NodeError, NodeSpec, START, Schema, Send,
+    StateGraph, StreamMode,
 };
 use stategraph_pregel::Input;
 use support::{Streamed, assert_steps_eq, assert_trace, catch_invoke, fixture, node, stream};
@@ -45,6 +46,10 @@ fn schema() -> Schema {
 }
 
 fn app() -> CompiledStateGraph {
+    graph().compile().unwrap()
+}
+
+fn graph() -> StateGraph {
     let mut g = StateGraph::new(schema());
     let router = NodeSpec::new(|s: Json| async move {
         // When run next to `left` (Command input case), finish second.
@@ -81,7 +86,7 @@ fn app() -> CompiledStateGraph {
     g.add_edge(START, "router").unwrap();
     // The static edge fires alongside the goto.
     g.add_edge("router", "after").unwrap();
-    g.compile().unwrap()
+    g
 }
 
 /// Streams `updates` and `values`; returns the run and its end state.
@@ -151,6 +156,34 @@ async fn trace_08_command_input() {
     let (streamed, end_state) = run(Input::Command(command)).await;
     assert_steps_eq(&updates_by_step(&streamed), &expected("command_input"));
     assert_trace(&end_state, &expected("command_input_state"));
+}
+
+#[tokio::test]
+async fn trace_08_command_input_history() {
+    let app = graph()
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap();
+    let config = RunnableConfig::thread("cmd");
+    let command = Command::new()
+        .update_json(json!({"log": ["injected"], "flag": "cmd"}))
+        .goto("left");
+    app.invoke(Input::Command(command), &config).await.unwrap();
+    let history: Vec<Json> = app
+        .get_state_history(&config, ListQuery::default())
+        .await
+        .unwrap()
+        .iter()
+        .map(|snapshot| {
+            let metadata = snapshot.metadata.as_ref().unwrap().to_json();
+            json!([
+                metadata["step"],
+                metadata["source"],
+                snapshot.next,
+                snapshot.values.to_json().unwrap(),
+            ])
+        })
+        .collect();
+    assert_trace(&Json::Array(history), &expected("command_input_history"));
 }
 
 #[tokio::test]

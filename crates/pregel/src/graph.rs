@@ -25,6 +25,8 @@ pub struct GraphShape {
     // Invariant: sorted by name, so node ids order like names.
     node_names: Vec<Arc<str>>,
     node_index: NameMap<Arc<str>, NodeId>,
+    // Position in which each node (by id) was added to the builder.
+    node_declared: Vec<usize>,
 }
 
 impl GraphShape {
@@ -61,6 +63,12 @@ impl GraphShape {
     /// Node names, sorted.
     pub fn node_names(&self) -> &[Arc<str>] {
         &self.node_names
+    }
+
+    /// The position in which a node was added to its builder: LangGraph
+    /// lists the tasks planned from a stored checkpoint in this order.
+    pub fn node_declared(&self, id: NodeId) -> usize {
+        self.node_declared[id]
     }
 }
 
@@ -345,8 +353,14 @@ impl PregelBuilder {
                     .collect(),
             ),
         };
-        let mut nodes = std::mem::take(&mut self.nodes);
-        nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut nodes: Vec<(usize, (Arc<str>, PregelNode))> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .enumerate()
+            .collect();
+        nodes.sort_by(|a, b| a.1.0.cmp(&b.1.0));
+        let (declared, nodes): (Vec<usize>, Vec<(Arc<str>, PregelNode)>) =
+            nodes.into_iter().unzip();
+        self.shape.node_declared = declared;
         let channel_count = self.channels.len();
         let mut read_sets: Vec<Vec<(Arc<str>, ChannelId)>> = Vec::new();
         let mut node_read_set = Vec::with_capacity(nodes.len());

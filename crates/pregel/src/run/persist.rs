@@ -17,7 +17,7 @@ use stategraph_checkpoint::{
 };
 use stategraph_core::{CheckpointId, RunnableConfig, Value};
 
-use super::{Loop, Task};
+use super::{Loop, Task, TaskPath};
 use crate::error::{PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{RunInfo, Sink, StateValues};
@@ -407,7 +407,13 @@ fn detached(graph: &Arc<PregelInner>) -> Loop {
 fn snapshot(graph: &Arc<PregelInner>, tuple: &CheckpointTuple) -> Result<StateSnapshot> {
     let mut state = detached(graph);
     state.restore(&tuple.checkpoint)?;
-    let tasks = state.prepare_tasks(&[])?;
+    let mut tasks = state.prepare_tasks(&[])?;
+    // Planned without a previous step, LangGraph lists the `Send` tasks
+    // first, then the triggered nodes in the order they were added.
+    tasks.sort_by_key(|task| match task.path {
+        TaskPath::Push(index) => (0, index),
+        TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
+    });
     let next = tasks
         .iter()
         .map(|task| graph.shape.node_name(task.node).to_string())
