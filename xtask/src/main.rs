@@ -194,6 +194,11 @@ fn ci(root: &Path) -> Result<()> {
         "--no-tests=fail",
     ]);
     step(nextest)?;
+    // The persistence example checks its own output: the same graph on
+    // SQLite, then on this cluster.
+    let mut example = cargo_pg();
+    example.args(["run", "--quiet", "-p", "persistence"]);
+    step(example)?;
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;

@@ -3,6 +3,10 @@
 
 pub use stategraph_channels as channels;
 pub use stategraph_checkpoint as checkpoint;
+#[cfg(feature = "postgres")]
+pub use stategraph_checkpoint_postgres as checkpoint_postgres;
+#[cfg(feature = "sqlite")]
+pub use stategraph_checkpoint_sqlite as checkpoint_sqlite;
 pub use stategraph_core as core;
 pub use stategraph_graph as graph;
 pub use stategraph_pregel as pregel;
@@ -24,9 +28,14 @@ pub mod prelude {
         Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource,
         CheckpointTuple, InMemorySaver, ListQuery, SharedSaver,
     };
+    #[cfg(feature = "postgres")]
+    pub use stategraph_checkpoint_postgres::PostgresSaver;
+    #[cfg(feature = "sqlite")]
+    pub use stategraph_checkpoint_sqlite::SqliteSaver;
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
     pub use stategraph_graph::{
-        CompiledStateGraph, END, NodeSpec, PathMap, START, Schema, State, StateGraph,
+        CompileOptions, CompiledStateGraph, Durability, END, NodeSpec, PathMap, RunOptions, START,
+        Schema, State, StateGraph, StateSnapshot,
     };
     pub use stategraph_pregel::{
         Command, NodeError, RetryPolicy, Send, StateValues, StreamMode, TaskContext,
