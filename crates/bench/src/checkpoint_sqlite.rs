@@ -1,5 +1,6 @@
 //! SQLite saver workloads: `put` beside plain rusqlite inserting the same
-//! bytes, and a 100,000-checkpoint history (get-latest latency, paged scan).
+//! bytes, `get_tuple` beside plain rusqlite reading them back, and a
+//! 100,000-checkpoint history (get-latest latency, paged scan).
 
 use std::path::PathBuf;
 
@@ -23,6 +24,14 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_sqlite_put_raw",
             setup: raw_put,
+        },
+        Workload {
+            name: "checkpoint_sqlite_get",
+            setup: saver_get,
+        },
+        Workload {
+            name: "checkpoint_sqlite_get_raw",
+            setup: raw_get,
         },
         Workload {
             name: "checkpoint_sqlite_history_100k",
@@ -142,6 +151,86 @@ fn raw_put() -> Runner {
         Outcome {
             chunks: CHECKPOINTS,
             check: put_check(CHECKPOINTS, CHANNELS),
+        }
+    })
+}
+
+/// `get_tuple` calls per run of the `get` workloads.
+const GETS: usize = 100;
+
+/// Stores (untimed) one run of [`chain`] with a pending write on its last
+/// checkpoint, through the saver, on thread `"get"`.
+fn stored_chain(scratch: &Scratch, runtime: &Runtime) -> SqliteSaver {
+    let saver = SqliteSaver::open(scratch.db())
+        .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
+    runtime.block_on(async {
+        let mut config = CheckpointConfig::thread("get");
+        for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
+            config = saver
+                .put(&config, checkpoint, metadata(step), new_versions)
+                .await
+                .unwrap_or_else(|err| panic!("put failed: {err}"));
+        }
+        saver
+            .put_writes(&config, vec![("out".to_owned(), Value::new(1))], "task", "")
+            .await
+            .unwrap_or_else(|err| panic!("put_writes failed: {err}"));
+    });
+    saver
+}
+
+fn get_check(channels: usize, writes: usize) -> serde_json::Value {
+    serde_json::json!({"gets": GETS, "channels": channels, "writes": writes})
+}
+
+/// [`GETS`] `SqliteSaver::get_tuple`s of the latest checkpoint of a
+/// 15-channel thread (values decoded, the pending write attached).
+fn saver_get() -> Runner {
+    let scratch = Scratch::new();
+    let runtime = runtime();
+    let saver = stored_chain(&scratch, &runtime);
+    Box::new(move || {
+        let _keep = &scratch;
+        runtime.block_on(async {
+            let config = CheckpointConfig::thread("get");
+            let mut last = None;
+            for _ in 0..GETS {
+                last = saver
+                    .get_tuple(&config)
+                    .await
+                    .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
+            }
+            let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+            Outcome {
+                chunks: GETS,
+                check: get_check(
+                    latest.checkpoint.channel_values.len(),
+                    latest.pending_writes.len(),
+                ),
+            }
+        })
+    })
+}
+
+/// The same reads with plain rusqlite on the calling thread: the saver's
+/// statements in one transaction, every JSON text parsed.
+fn raw_get() -> Runner {
+    let scratch = Scratch::new();
+    drop(stored_chain(&scratch, &runtime()));
+    let reader = RawWriter::open(&scratch.db())
+        .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
+    Box::new(move || {
+        let _keep = &scratch;
+        let mut last = None;
+        for _ in 0..GETS {
+            last = reader
+                .get_latest("get")
+                .unwrap_or_else(|err| panic!("get_latest failed: {err}"));
+        }
+        let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+        Outcome {
+            chunks: GETS,
+            check: get_check(latest.values.len(), latest.writes.len()),
         }
     })
 }

@@ -1,11 +1,13 @@
 //! The baseline of the `checkpoint_sqlite_*` benchmarks (feature `_bench`,
 //! not a public API): the same rows the saver writes, inserted with plain
 //! rusqlite on the calling thread, one transaction per checkpoint, with no
-//! async hop, no head or parent check and no statement beyond the inserts.
+//! async hop, no head or parent check and no statement beyond the inserts;
+//! and the latest checkpoint read back with the saver's statements, its JSON
+//! parsed into `serde_json::Value`s.
 
 use std::path::Path;
 
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use stategraph_checkpoint::Result;
 
 use crate::error::sqlite_in;
@@ -85,4 +87,107 @@ impl RawWriter {
         }
         tx.commit().map_err(sqlite_in("put"))
     }
+
+    /// Reads the latest checkpoint of a thread (root namespace) in one
+    /// transaction: its row, the blob of each channel version, its writes.
+    /// Returns the document, the metadata and the channel values, parsed.
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails or a stored JSON text is invalid.
+    pub fn get_latest(&self, thread_id: &str) -> Result<Option<RawTuple>> {
+        let op = "get_latest";
+        let tx = self.conn.unchecked_transaction().map_err(sqlite_in(op))?;
+        let row: Option<(String, String, String)> = tx
+            .prepare_cached(
+                "SELECT checkpoint_id, checkpoint, metadata FROM checkpoints
+                 WHERE thread_id = ?1 AND checkpoint_ns = ''
+                 ORDER BY checkpoint_id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![thread_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .optional()
+            })
+            .map_err(sqlite_in(op))?;
+        let Some((checkpoint_id, document, metadata)) = row else {
+            return Ok(None);
+        };
+        let parse = |text: &[u8]| {
+            serde_json::from_slice::<serde_json::Value>(text).map_err(|err| {
+                stategraph_checkpoint::Error::InvalidInput {
+                    operation: op,
+                    message: err.to_string(),
+                }
+            })
+        };
+        let document = parse(document.as_bytes())?;
+        let metadata = parse(metadata.as_bytes())?;
+        let mut values = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT bytes FROM blobs
+                     WHERE thread_id = ?1 AND checkpoint_ns = '' AND channel = ?2 AND version = ?3",
+                )
+                .map_err(sqlite_in(op))?;
+            let versions = document["channel_versions"]
+                .as_object()
+                .into_iter()
+                .flatten();
+            for (channel, version) in versions {
+                let version = version.as_str().unwrap_or_default();
+                let bytes: Option<Vec<u8>> = stmt
+                    .query_row(params![thread_id, channel, version], |r| r.get(0))
+                    .optional()
+                    .map_err(sqlite_in(op))?;
+                if let Some(bytes) = bytes {
+                    values.push((channel.clone(), parse(&bytes)?));
+                }
+            }
+        }
+        let mut writes = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT task_id, channel, bytes FROM writes
+                     WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2
+                     ORDER BY task_id, idx",
+                )
+                .map_err(sqlite_in(op))?;
+            let rows = stmt
+                .query_map(params![thread_id, checkpoint_id], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Vec<u8>>(2)?,
+                    ))
+                })
+                .map_err(sqlite_in(op))?;
+            for item in rows {
+                let (task_id, channel, bytes) = item.map_err(sqlite_in(op))?;
+                writes.push((task_id, channel, parse(&bytes)?));
+            }
+        }
+        tx.commit().map_err(sqlite_in(op))?;
+        Ok(Some(RawTuple {
+            document,
+            metadata,
+            values,
+            writes,
+        }))
+    }
+}
+
+/// A checkpoint read back by [`RawWriter::get_latest`].
+#[derive(Debug, Clone)]
+pub struct RawTuple {
+    /// The checkpoint document (without values).
+    pub document: serde_json::Value,
+    /// The metadata.
+    pub metadata: serde_json::Value,
+    /// (channel, value) of every channel with a stored blob.
+    pub values: Vec<(String, serde_json::Value)>,
+    /// (task id, channel, value) of the pending writes.
+    pub writes: Vec<(String, String, serde_json::Value)>,
 }
