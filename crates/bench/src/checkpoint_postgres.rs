@@ -17,7 +17,8 @@ use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
 use crate::saver_workload::{
-    CHANNELS, CHECKPOINTS, HISTORY, chain, metadata, put_check, read_history,
+    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, chain, get_latest, get_outcome, metadata,
+    put_check, read_history, store_chain,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -45,6 +46,18 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_postgres_put_raw",
             setup: raw_put,
+        },
+        Workload {
+            name: "checkpoint_postgres_get",
+            setup: || saver_get(false),
+        },
+        Workload {
+            name: "checkpoint_postgres_get_prepared",
+            setup: || saver_get(true),
+        },
+        Workload {
+            name: "checkpoint_postgres_get_raw",
+            setup: raw_get,
         },
         Workload {
             name: "checkpoint_postgres_history_100k",
@@ -175,6 +188,43 @@ fn raw_put() -> Runner {
                 chunks: CHECKPOINTS,
                 check: put_check(CHECKPOINTS, CHANNELS),
             }
+        })
+    })
+}
+
+/// [`GETS`] `PostgresSaver::get_tuple`s of the latest checkpoint of a
+/// 15-channel thread (see [`get_latest`]), with unnamed statements in a
+/// transaction (the default) or cached prepared ones.
+fn saver_get(prepared: bool) -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    let saver = saver.with_prepared_statements(prepared);
+    runtime.block_on(store_chain(&saver));
+    Box::new(move || {
+        let _keep = &schema;
+        runtime.block_on(get_latest(&saver))
+    })
+}
+
+/// The same read with plain sqlx: the saver's query as a cached prepared
+/// statement, no transaction, no retry, every JSON value parsed.
+fn raw_get() -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    runtime.block_on(store_chain(&saver));
+    let reader = RawWriter::new(saver.pool().clone());
+    Box::new(move || {
+        let _keep = &schema;
+        runtime.block_on(async {
+            let mut last = None;
+            for _ in 0..GETS {
+                last = reader
+                    .get_latest(GET_THREAD)
+                    .await
+                    .unwrap_or_else(|err| panic!("get_latest failed: {err}"));
+            }
+            let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+            get_outcome(latest.values.len(), latest.writes.len())
         })
     })
 }

@@ -11,7 +11,8 @@ use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
 use crate::saver_workload::{
-    CHANNELS, CHECKPOINTS, HISTORY, chain, metadata, put_check, read_history,
+    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, chain, get_latest, get_outcome, metadata,
+    put_check, read_history, store_chain,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -155,60 +156,23 @@ fn raw_put() -> Runner {
     })
 }
 
-/// `get_tuple` calls per run of the `get` workloads.
-const GETS: usize = 100;
-
-/// Stores (untimed) one run of [`chain`] with a pending write on its last
-/// checkpoint, through the saver, on thread `"get"`.
+/// A database holding one stored run of the chain (see [`store_chain`]).
 fn stored_chain(scratch: &Scratch, runtime: &Runtime) -> SqliteSaver {
     let saver = SqliteSaver::open(scratch.db())
         .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
-    runtime.block_on(async {
-        let mut config = CheckpointConfig::thread("get");
-        for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
-            config = saver
-                .put(&config, checkpoint, metadata(step), new_versions)
-                .await
-                .unwrap_or_else(|err| panic!("put failed: {err}"));
-        }
-        saver
-            .put_writes(&config, vec![("out".to_owned(), Value::new(1))], "task", "")
-            .await
-            .unwrap_or_else(|err| panic!("put_writes failed: {err}"));
-    });
+    runtime.block_on(store_chain(&saver));
     saver
 }
 
-fn get_check(channels: usize, writes: usize) -> serde_json::Value {
-    serde_json::json!({"gets": GETS, "channels": channels, "writes": writes})
-}
-
 /// [`GETS`] `SqliteSaver::get_tuple`s of the latest checkpoint of a
-/// 15-channel thread (values decoded, the pending write attached).
+/// 15-channel thread (see [`get_latest`]).
 fn saver_get() -> Runner {
     let scratch = Scratch::new();
     let runtime = runtime();
     let saver = stored_chain(&scratch, &runtime);
     Box::new(move || {
         let _keep = &scratch;
-        runtime.block_on(async {
-            let config = CheckpointConfig::thread("get");
-            let mut last = None;
-            for _ in 0..GETS {
-                last = saver
-                    .get_tuple(&config)
-                    .await
-                    .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
-            }
-            let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
-            Outcome {
-                chunks: GETS,
-                check: get_check(
-                    latest.checkpoint.channel_values.len(),
-                    latest.pending_writes.len(),
-                ),
-            }
-        })
+        runtime.block_on(get_latest(&saver))
     })
 }
 
@@ -224,14 +188,11 @@ fn raw_get() -> Runner {
         let mut last = None;
         for _ in 0..GETS {
             last = reader
-                .get_latest("get")
+                .get_latest(GET_THREAD)
                 .unwrap_or_else(|err| panic!("get_latest failed: {err}"));
         }
         let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
-        Outcome {
-            chunks: GETS,
-            check: get_check(latest.values.len(), latest.writes.len()),
-        }
+        get_outcome(latest.values.len(), latest.writes.len())
     })
 }
 

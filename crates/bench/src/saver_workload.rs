@@ -27,6 +27,10 @@ pub(crate) const HISTORY: usize = if cfg!(test) { 1_000 } else { 100_000 };
 const LATEST_CALLS: usize = 1_000;
 /// Page size of the paged scan.
 const SCAN_PAGE: usize = 100;
+/// `get_tuple` calls per run of the `*_get` workloads.
+pub(crate) const GETS: usize = 100;
+/// The thread the `*_get` workloads read.
+pub(crate) const GET_THREAD: &str = "get";
 
 /// The checkpoints of one run: every channel changes at every step (the
 /// worst case for a saver), as `checkpoint_memory_put_*`.
@@ -61,6 +65,50 @@ pub(crate) fn metadata(step: usize) -> CheckpointMetadata {
 /// The check of a `put` workload.
 pub(crate) fn put_check(checkpoints: usize, channels: usize) -> serde_json::Value {
     json!({"checkpoints": checkpoints, "channels": channels})
+}
+
+/// Stores (untimed, in the workload's setup) one run of [`chain`] on
+/// [`GET_THREAD`], with a pending write on its last checkpoint.
+pub(crate) async fn store_chain<S: CheckpointSaver + ?Sized>(saver: &S) {
+    let mut config = CheckpointConfig::thread(GET_THREAD);
+    for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
+        config = saver
+            .put(&config, checkpoint, metadata(step), new_versions)
+            .await
+            .unwrap_or_else(|err| panic!("put failed: {err}"));
+    }
+    saver
+        .put_writes(&config, vec![("out".to_owned(), Value::new(1))], "task", "")
+        .await
+        .unwrap_or_else(|err| panic!("put_writes failed: {err}"));
+}
+
+/// The timed part of a `*_get` workload: [`GETS`] `get_tuple`s of the
+/// latest checkpoint on [`GET_THREAD`] (values decoded, the pending write
+/// attached).
+pub(crate) async fn get_latest<S: CheckpointSaver + ?Sized>(saver: &S) -> Outcome {
+    let config = CheckpointConfig::thread(GET_THREAD);
+    let mut last = None;
+    for _ in 0..GETS {
+        last = saver
+            .get_tuple(&config)
+            .await
+            .unwrap_or_else(|err| panic!("get_tuple failed: {err}"));
+    }
+    let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+    get_outcome(
+        latest.checkpoint.channel_values.len(),
+        latest.pending_writes.len(),
+    )
+}
+
+/// The outcome of a `*_get` workload whose last read found `channels`
+/// values and `writes` pending writes.
+pub(crate) fn get_outcome(channels: usize, writes: usize) -> Outcome {
+    Outcome {
+        chunks: GETS,
+        check: json!({"gets": GETS, "channels": channels, "writes": writes}),
+    }
 }
 
 /// The timed part of a `*_history_100k` workload, on a thread holding

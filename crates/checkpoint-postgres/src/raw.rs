@@ -1,13 +1,15 @@
 //! The baseline of the `checkpoint_postgres_*` benchmarks (feature `_bench`,
 //! not a public API): the same rows the saver writes, inserted with plain
 //! sqlx (cached prepared statements, one transaction per checkpoint, no
-//! retry, no parent check), plus a scratch schema for the benchmark.
+//! retry, no parent check); the latest checkpoint read back with the
+//! saver's query, its JSON parsed into `serde_json::Value`s; and a scratch
+//! schema for the benchmark.
 
 use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
 use stategraph_checkpoint::{Error, Result};
 
 use crate::PostgresSaver;
@@ -156,4 +158,81 @@ impl RawWriter {
         .map_err(fail)?;
         tx.commit().await.map_err(fail)
     }
+
+    /// Reads the latest checkpoint of a thread (root namespace) with the
+    /// saver's one-statement query (cached prepared statement): its row,
+    /// the blob of each channel version, its writes. Returns the document,
+    /// the metadata and the channel values, parsed.
+    ///
+    /// # Errors
+    /// A backend error when the server fails or a stored value is not JSON.
+    pub async fn get_latest(&self, thread_id: &str) -> Result<Option<RawTuple>> {
+        let fail = |err| backend("bench", None, err);
+        let sql = format!(
+            "{} AND c.thread_id = $1 AND c.checkpoint_ns = '' \
+             ORDER BY c.checkpoint_id DESC LIMIT 1",
+            crate::sql::SELECT_TUPLES
+        );
+        let Some(row) = sqlx::query(AssertSqlSafe(sql))
+            .bind(thread_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(fail)?
+        else {
+            return Ok(None);
+        };
+        let parse = |bytes: &[u8]| {
+            serde_json::from_slice::<serde_json::Value>(bytes).map_err(|err| Error::InvalidInput {
+                operation: "bench",
+                message: err.to_string(),
+            })
+        };
+        let Json(document): Json<serde_json::Value> = row.try_get("checkpoint").map_err(fail)?;
+        let Json(metadata): Json<serde_json::Value> = row.try_get("metadata").map_err(fail)?;
+        let arrays = |name: &str| -> Result<Vec<String>> {
+            Ok(row
+                .try_get::<Option<Vec<String>>, _>(name)
+                .map_err(fail)?
+                .unwrap_or_default())
+        };
+        let bytes = |name: &str| -> Result<Vec<Vec<u8>>> {
+            Ok(row
+                .try_get::<Option<Vec<Vec<u8>>>, _>(name)
+                .map_err(fail)?
+                .unwrap_or_default())
+        };
+        let mut values = Vec::new();
+        for (channel, blob) in arrays("blob_channels")?
+            .into_iter()
+            .zip(bytes("blob_values")?)
+        {
+            values.push((channel, parse(&blob)?));
+        }
+        let mut writes = Vec::new();
+        let write_keys = arrays("write_tasks")?
+            .into_iter()
+            .zip(arrays("write_channels")?);
+        for ((task_id, channel), blob) in write_keys.zip(bytes("write_values")?) {
+            writes.push((task_id, channel, parse(&blob)?));
+        }
+        Ok(Some(RawTuple {
+            document,
+            metadata,
+            values,
+            writes,
+        }))
+    }
+}
+
+/// A checkpoint read back by [`RawWriter::get_latest`].
+#[derive(Debug, Clone)]
+pub struct RawTuple {
+    /// The checkpoint document (without values).
+    pub document: serde_json::Value,
+    /// The metadata.
+    pub metadata: serde_json::Value,
+    /// (channel, value) of every channel with a stored blob.
+    pub values: Vec<(String, serde_json::Value)>,
+    /// (task id, channel, value) of the pending writes.
+    pub writes: Vec<(String, String, serde_json::Value)>,
 }
