@@ -3,6 +3,7 @@
 //! 100,000-checkpoint history (get-latest latency, paged scan).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use stategraph_checkpoint::{ChannelVersion, Checkpoint, CheckpointConfig, CheckpointSaver};
 use stategraph_checkpoint_sqlite::SqliteSaver;
@@ -10,9 +11,11 @@ use stategraph_checkpoint_sqlite::raw::{RawCheckpoint, RawWriter};
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
+use crate::checkpoint::wide_document;
 use crate::saver_workload::{
-    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, chain, get_latest, get_outcome, metadata,
-    put_check, read_history, store_chain,
+    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, PUT_WRITES, chain, get_latest, get_outcome,
+    latest_address, metadata, put_check, put_writes_many, put_writes_outcome, read_history,
+    store_chain, task_writes,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -33,6 +36,14 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_sqlite_get_raw",
             setup: raw_get,
+        },
+        Workload {
+            name: "checkpoint_sqlite_put_writes",
+            setup: saver_put_writes,
+        },
+        Workload {
+            name: "checkpoint_sqlite_put_writes_raw",
+            setup: raw_put_writes,
         },
         Workload {
             name: "checkpoint_sqlite_history_100k",
@@ -193,6 +204,62 @@ fn raw_get() -> Runner {
         }
         let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
         get_outcome(latest.values.len(), latest.writes.len())
+    })
+}
+
+/// [`PUT_WRITES`] `SqliteSaver::put_writes` of three writes on
+/// the latest checkpoint of a stored run (see [`put_writes_many`]).
+fn saver_put_writes() -> Runner {
+    let scratch = Scratch::new();
+    let runtime = runtime();
+    let saver = stored_chain(&scratch, &runtime);
+    let address = runtime.block_on(latest_address(&saver));
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &scratch;
+        run += 1;
+        runtime.block_on(put_writes_many(&saver, &address, run))
+    })
+}
+
+/// The same writes serialized to the same bytes (serde_json) and inserted
+/// with plain rusqlite: one transaction per task, plain inserts.
+fn raw_put_writes() -> Runner {
+    let scratch = Scratch::new();
+    let runtime = runtime();
+    let saver = stored_chain(&scratch, &runtime);
+    let address = runtime.block_on(latest_address(&saver));
+    let checkpoint_id = address
+        .checkpoint_id
+        .unwrap_or_else(|| panic!("the latest checkpoint has no id"))
+        .to_string();
+    drop(saver);
+    let mut writer = RawWriter::open(&scratch.db())
+        .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &scratch;
+        run += 1;
+        let document = Arc::new(wide_document());
+        for task in 0..PUT_WRITES {
+            let writes: Vec<(String, Vec<u8>)> = task_writes(&document)
+                .into_iter()
+                .map(|(channel, value)| {
+                    let bytes = serde_json::to_vec(&value)
+                        .unwrap_or_else(|err| panic!("serialize failed: {err}"));
+                    (channel, bytes)
+                })
+                .collect();
+            writer
+                .put_writes(
+                    GET_THREAD,
+                    &checkpoint_id,
+                    &format!("task-{run}-{task}"),
+                    &writes,
+                )
+                .unwrap_or_else(|err| panic!("insert failed: {err}"));
+        }
+        put_writes_outcome()
     })
 }
 

@@ -111,6 +111,61 @@ pub(crate) fn get_outcome(channels: usize, writes: usize) -> Outcome {
     }
 }
 
+/// `put_writes` calls per run of the `*_put_writes` workloads.
+pub(crate) const PUT_WRITES: usize = 100;
+/// Writes per `put_writes` call (channels a task wrote).
+pub(crate) const WRITES_EACH: usize = 3;
+
+/// The writes of one task: [`WRITES_EACH`] channels, each a fresh list
+/// holding the wide document.
+pub(crate) fn task_writes(document: &Arc<serde_json::Value>) -> Vec<(String, Value)> {
+    (0..WRITES_EACH)
+        .map(|channel| (format!("key_{channel}"), Value::new(vec![document.clone()])))
+        .collect()
+}
+
+/// The outcome of a `*_put_writes` workload.
+pub(crate) fn put_writes_outcome() -> Outcome {
+    Outcome {
+        chunks: PUT_WRITES,
+        check: json!({"put_writes": PUT_WRITES, "writes_each": WRITES_EACH}),
+    }
+}
+
+/// The address of the latest checkpoint of [`GET_THREAD`] (see
+/// [`store_chain`]), read in a workload's setup.
+pub(crate) async fn latest_address<S: CheckpointSaver + ?Sized>(saver: &S) -> CheckpointConfig {
+    saver
+        .get_tuple(&CheckpointConfig::thread(GET_THREAD))
+        .await
+        .unwrap_or_else(|err| panic!("get_tuple failed: {err}"))
+        .unwrap_or_else(|| panic!("the latest checkpoint is missing"))
+        .config
+}
+
+/// The timed part of a `*_put_writes` workload: [`PUT_WRITES`] tasks'
+/// writes on the checkpoint at `address`, task ids unique to `run`.
+/// Building the values is timed, as in the raw baselines.
+pub(crate) async fn put_writes_many<S: CheckpointSaver + ?Sized>(
+    saver: &S,
+    address: &CheckpointConfig,
+    run: usize,
+) -> Outcome {
+    let document = Arc::new(wide_document());
+    for task in 0..PUT_WRITES {
+        saver
+            .put_writes(
+                address,
+                task_writes(&document),
+                &format!("task-{run}-{task}"),
+                "",
+            )
+            .await
+            .unwrap_or_else(|err| panic!("put_writes failed: {err}"));
+    }
+    put_writes_outcome()
+}
+
 /// The timed part of a `*_history_100k` workload, on a thread holding
 /// [`HISTORY`] checkpoints: [`LATEST_CALLS`] get-latest calls (p50 and p99
 /// in the check), one `list(limit = 20)`, and a keyset-paged scan of the

@@ -88,6 +88,47 @@ impl RawWriter {
         tx.commit().map_err(sqlite_in("put"))
     }
 
+    /// Inserts one task's writes (channel, JSON bytes) on a checkpoint in
+    /// one transaction, indexes from 0.
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails (a write already stored included).
+    pub fn put_writes(
+        &mut self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        writes: &[(String, Vec<u8>)],
+    ) -> Result<()> {
+        let op = "put_writes";
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sqlite_in(op))?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+                                         channel, tag, bytes, task_path)
+                     VALUES (?1, '', ?2, ?3, ?4, ?5, 'json', ?6, '')",
+                )
+                .map_err(sqlite_in(op))?;
+            for (idx, (channel, bytes)) in writes.iter().enumerate() {
+                let idx = i64::try_from(idx).unwrap_or(i64::MAX);
+                stmt.execute(params![
+                    thread_id,
+                    checkpoint_id,
+                    task_id,
+                    idx,
+                    channel,
+                    bytes
+                ])
+                .map_err(sqlite_in(op))?;
+            }
+        }
+        tx.commit().map_err(sqlite_in(op))
+    }
+
     /// Reads the latest checkpoint of a thread (root namespace) in one
     /// transaction: its row, the blob of each channel version, its writes.
     /// Returns the document, the metadata and the channel values, parsed.
