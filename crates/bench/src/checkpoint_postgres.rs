@@ -7,6 +7,8 @@
 //! 'checkpoint_postgres*'`). Without it they are left out, with one line on
 //! stderr.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use stategraph_checkpoint::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointSaver,
@@ -16,9 +18,11 @@ use stategraph_checkpoint_postgres::raw::{RawCheckpoint, RawWriter, ScratchSchem
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 
+use crate::checkpoint::wide_document;
 use crate::saver_workload::{
-    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, chain, get_latest, get_outcome, metadata,
-    put_check, read_history, store_chain,
+    CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, PUT_WRITES, chain, get_latest, get_outcome,
+    latest_address, metadata, put_check, put_writes_many, put_writes_outcome, read_history,
+    store_chain, task_writes,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -58,6 +62,18 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_postgres_get_raw",
             setup: raw_get,
+        },
+        Workload {
+            name: "checkpoint_postgres_put_writes",
+            setup: || saver_put_writes(false),
+        },
+        Workload {
+            name: "checkpoint_postgres_put_writes_prepared",
+            setup: || saver_put_writes(true),
+        },
+        Workload {
+            name: "checkpoint_postgres_put_writes_raw",
+            setup: raw_put_writes,
         },
         Workload {
             name: "checkpoint_postgres_history_100k",
@@ -225,6 +241,66 @@ fn raw_get() -> Runner {
             }
             let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
             get_outcome(latest.values.len(), latest.writes.len())
+        })
+    })
+}
+
+/// [`PUT_WRITES`] `PostgresSaver::put_writes` of three writes on the latest
+/// checkpoint of a stored run (see [`put_writes_many`]), with unnamed
+/// statements in a transaction (the default) or cached prepared ones.
+fn saver_put_writes(prepared: bool) -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    let saver = saver.with_prepared_statements(prepared);
+    runtime.block_on(store_chain(&saver));
+    let address = runtime.block_on(latest_address(&saver));
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &schema;
+        run += 1;
+        runtime.block_on(put_writes_many(&saver, &address, run))
+    })
+}
+
+/// The same writes serialized to the same bytes (serde_json) and inserted
+/// with plain sqlx: one multi-row insert per task, cached prepared.
+fn raw_put_writes() -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    runtime.block_on(store_chain(&saver));
+    let address = runtime.block_on(latest_address(&saver));
+    let checkpoint_id = address
+        .checkpoint_id
+        .unwrap_or_else(|| panic!("the latest checkpoint has no id"))
+        .to_string();
+    let writer = RawWriter::new(saver.pool().clone());
+    let mut run = 0_usize;
+    Box::new(move || {
+        let _keep = &schema;
+        run += 1;
+        runtime.block_on(async {
+            let document = Arc::new(wide_document());
+            for task in 0..PUT_WRITES {
+                let (channels, values): (Vec<String>, Vec<Vec<u8>>) = task_writes(&document)
+                    .into_iter()
+                    .map(|(channel, value)| {
+                        let bytes = serde_json::to_vec(&value)
+                            .unwrap_or_else(|err| panic!("serialize failed: {err}"));
+                        (channel, bytes)
+                    })
+                    .unzip();
+                writer
+                    .put_writes(
+                        GET_THREAD,
+                        &checkpoint_id,
+                        &format!("task-{run}-{task}"),
+                        &channels,
+                        &values,
+                    )
+                    .await
+                    .unwrap_or_else(|err| panic!("insert failed: {err}"));
+            }
+            put_writes_outcome()
         })
     })
 }

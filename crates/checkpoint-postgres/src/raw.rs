@@ -159,6 +159,42 @@ impl RawWriter {
         tx.commit().await.map_err(fail)
     }
 
+    /// Inserts one task's writes (channel, JSON bytes) on a checkpoint in
+    /// one multi-row statement (cached prepared, no transaction, no
+    /// conflict clause), indexes from 0.
+    ///
+    /// # Errors
+    /// A backend error when the server fails (a write already stored
+    /// included).
+    pub async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_id: &str,
+        task_id: &str,
+        channels: &[String],
+        values: &[Vec<u8>],
+    ) -> Result<()> {
+        let indexes: Vec<i64> = (0..channels.len())
+            .map(|idx| i64::try_from(idx).unwrap_or(i64::MAX))
+            .collect();
+        sqlx::query(
+            "INSERT INTO stategraph_checkpoint_writes \
+                 (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, tag, value) \
+             SELECT $1, '', $2, $3, '', w.idx, w.channel, 'json', w.value \
+             FROM UNNEST($4::bigint[], $5::text[], $6::bytea[]) AS w(idx, channel, value)",
+        )
+        .bind(thread_id)
+        .bind(checkpoint_id)
+        .bind(task_id)
+        .bind(indexes)
+        .bind(channels)
+        .bind(values)
+        .execute(&self.pool)
+        .await
+        .map_err(|err| backend("bench", None, err))?;
+        Ok(())
+    }
+
     /// Reads the latest checkpoint of a thread (root namespace) with the
     /// saver's one-statement query (cached prepared statement): its row,
     /// the blob of each channel version, its writes. Returns the document,
