@@ -21,8 +21,8 @@ use tokio::runtime::Runtime;
 use crate::checkpoint::wide_document;
 use crate::saver_workload::{
     CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, PUT_WRITES, chain, get_latest, get_outcome,
-    latest_address, metadata, put_check, put_writes_many, put_writes_outcome, read_history,
-    store_chain, task_writes,
+    latest_address, list_all, list_outcome, metadata, put_check, put_writes_many,
+    put_writes_outcome, read_history, store_chain, task_writes,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -74,6 +74,18 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_postgres_put_writes_raw",
             setup: raw_put_writes,
+        },
+        Workload {
+            name: "checkpoint_postgres_list",
+            setup: || saver_list(false),
+        },
+        Workload {
+            name: "checkpoint_postgres_list_prepared",
+            setup: || saver_list(true),
+        },
+        Workload {
+            name: "checkpoint_postgres_list_raw",
+            setup: raw_list,
         },
         Workload {
             name: "checkpoint_postgres_history_100k",
@@ -235,9 +247,10 @@ fn raw_get() -> Runner {
             let mut last = None;
             for _ in 0..GETS {
                 last = reader
-                    .get_latest(GET_THREAD)
+                    .latest(GET_THREAD, 1)
                     .await
-                    .unwrap_or_else(|err| panic!("get_latest failed: {err}"));
+                    .unwrap_or_else(|err| panic!("latest failed: {err}"))
+                    .pop();
             }
             let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
             get_outcome(latest.values.len(), latest.writes.len())
@@ -301,6 +314,38 @@ fn raw_put_writes() -> Runner {
                     .unwrap_or_else(|err| panic!("insert failed: {err}"));
             }
             put_writes_outcome()
+        })
+    })
+}
+
+/// One `PostgresSaver::list` of a stored 100-checkpoint run (see
+/// [`list_all`]), unnamed statements in a transaction or cached prepared.
+fn saver_list(prepared: bool) -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    let saver = saver.with_prepared_statements(prepared);
+    runtime.block_on(store_chain(&saver));
+    Box::new(move || {
+        let _keep = &schema;
+        runtime.block_on(list_all(&saver))
+    })
+}
+
+/// The same rows with plain sqlx: the saver's query with the limit, one
+/// cached prepared statement, every JSON value parsed.
+fn raw_list() -> Runner {
+    let runtime = runtime();
+    let (schema, saver) = scratch(&runtime, 2);
+    runtime.block_on(store_chain(&saver));
+    let reader = RawWriter::new(saver.pool().clone());
+    Box::new(move || {
+        let _keep = &schema;
+        runtime.block_on(async {
+            let tuples = reader
+                .latest(GET_THREAD, CHECKPOINTS)
+                .await
+                .unwrap_or_else(|err| panic!("latest failed: {err}"));
+            list_outcome(tuples.len(), tuples.first().map_or(0, |t| t.values.len()))
         })
     })
 }

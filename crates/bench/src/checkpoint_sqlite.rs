@@ -14,8 +14,8 @@ use tokio::runtime::Runtime;
 use crate::checkpoint::wide_document;
 use crate::saver_workload::{
     CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, PUT_WRITES, chain, get_latest, get_outcome,
-    latest_address, metadata, put_check, put_writes_many, put_writes_outcome, read_history,
-    store_chain, task_writes,
+    latest_address, list_all, list_outcome, metadata, put_check, put_writes_many,
+    put_writes_outcome, read_history, store_chain, task_writes,
 };
 use crate::{Outcome, Runner, Workload};
 
@@ -44,6 +44,14 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_sqlite_put_writes_raw",
             setup: raw_put_writes,
+        },
+        Workload {
+            name: "checkpoint_sqlite_list",
+            setup: saver_list,
+        },
+        Workload {
+            name: "checkpoint_sqlite_list_raw",
+            setup: raw_list,
         },
         Workload {
             name: "checkpoint_sqlite_history_100k",
@@ -199,8 +207,9 @@ fn raw_get() -> Runner {
         let mut last = None;
         for _ in 0..GETS {
             last = reader
-                .get_latest(GET_THREAD)
-                .unwrap_or_else(|err| panic!("get_latest failed: {err}"));
+                .latest(GET_THREAD, 1)
+                .unwrap_or_else(|err| panic!("latest failed: {err}"))
+                .pop();
         }
         let latest = last.unwrap_or_else(|| panic!("the latest checkpoint is missing"));
         get_outcome(latest.values.len(), latest.writes.len())
@@ -260,6 +269,33 @@ fn raw_put_writes() -> Runner {
                 .unwrap_or_else(|err| panic!("insert failed: {err}"));
         }
         put_writes_outcome()
+    })
+}
+
+/// One `SqliteSaver::list` of a stored 100-checkpoint run (see [`list_all`]).
+fn saver_list() -> Runner {
+    let scratch = Scratch::new();
+    let runtime = runtime();
+    let saver = stored_chain(&scratch, &runtime);
+    Box::new(move || {
+        let _keep = &scratch;
+        runtime.block_on(list_all(&saver))
+    })
+}
+
+/// The same rows read with plain rusqlite: the saver's statements in one
+/// transaction, every JSON text parsed.
+fn raw_list() -> Runner {
+    let scratch = Scratch::new();
+    drop(stored_chain(&scratch, &runtime()));
+    let reader = RawWriter::open(&scratch.db())
+        .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
+    Box::new(move || {
+        let _keep = &scratch;
+        let tuples = reader
+            .latest(GET_THREAD, CHECKPOINTS)
+            .unwrap_or_else(|err| panic!("latest failed: {err}"));
+        list_outcome(tuples.len(), tuples.first().map_or(0, |t| t.values.len()))
     })
 }
 

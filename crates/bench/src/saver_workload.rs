@@ -166,6 +166,29 @@ pub(crate) async fn put_writes_many<S: CheckpointSaver + ?Sized>(
     put_writes_outcome()
 }
 
+/// The timed part of a `*_list` workload: one `list` of the whole stored
+/// run on [`GET_THREAD`] (see [`store_chain`]), every tuple decoded.
+pub(crate) async fn list_all<S: CheckpointSaver + ?Sized>(saver: &S) -> Outcome {
+    let tuples: Vec<_> = saver
+        .list(ListQuery::thread(GET_THREAD).limit(CHECKPOINTS))
+        .try_collect()
+        .await
+        .unwrap_or_else(|err| panic!("list failed: {err}"));
+    let newest = tuples
+        .first()
+        .map_or(0, |t| t.checkpoint.channel_values.len());
+    list_outcome(tuples.len(), newest)
+}
+
+/// The outcome of a `*_list` workload that read `listed` checkpoints, the
+/// newest with `channels` values.
+pub(crate) fn list_outcome(listed: usize, channels: usize) -> Outcome {
+    Outcome {
+        chunks: listed,
+        check: json!({"listed": listed, "newest_channels": channels}),
+    }
+}
+
 /// The timed part of a `*_history_100k` workload, on a thread holding
 /// [`HISTORY`] checkpoints: [`LATEST_CALLS`] get-latest calls (p50 and p99
 /// in the check), one `list(limit = 20)`, and a keyset-paged scan of the

@@ -195,72 +195,76 @@ impl RawWriter {
         Ok(())
     }
 
-    /// Reads the latest checkpoint of a thread (root namespace) with the
-    /// saver's one-statement query (cached prepared statement): its row,
-    /// the blob of each channel version, its writes. Returns the document,
-    /// the metadata and the channel values, parsed.
+    /// Reads the `limit` newest checkpoints of a thread (root namespace),
+    /// newest first, with the saver's one-statement query (cached prepared
+    /// statement): their rows, the blob of each channel version, their
+    /// writes. Returns each one's document, metadata, channel values and
+    /// writes, parsed.
     ///
     /// # Errors
     /// A backend error when the server fails or a stored value is not JSON.
-    pub async fn get_latest(&self, thread_id: &str) -> Result<Option<RawTuple>> {
+    pub async fn latest(&self, thread_id: &str, limit: usize) -> Result<Vec<RawTuple>> {
         let fail = |err| backend("bench", None, err);
         let sql = format!(
             "{} AND c.thread_id = $1 AND c.checkpoint_ns = '' \
-             ORDER BY c.checkpoint_id DESC LIMIT 1",
+             ORDER BY c.checkpoint_id DESC LIMIT $2",
             crate::sql::SELECT_TUPLES
         );
-        let Some(row) = sqlx::query(AssertSqlSafe(sql))
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(thread_id)
-            .fetch_optional(&self.pool)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
             .await
-            .map_err(fail)?
-        else {
-            return Ok(None);
-        };
+            .map_err(fail)?;
         let parse = |bytes: &[u8]| {
             serde_json::from_slice::<serde_json::Value>(bytes).map_err(|err| Error::InvalidInput {
                 operation: "bench",
                 message: err.to_string(),
             })
         };
-        let Json(document): Json<serde_json::Value> = row.try_get("checkpoint").map_err(fail)?;
-        let Json(metadata): Json<serde_json::Value> = row.try_get("metadata").map_err(fail)?;
-        let arrays = |name: &str| -> Result<Vec<String>> {
-            Ok(row
-                .try_get::<Option<Vec<String>>, _>(name)
-                .map_err(fail)?
-                .unwrap_or_default())
-        };
-        let bytes = |name: &str| -> Result<Vec<Vec<u8>>> {
-            Ok(row
-                .try_get::<Option<Vec<Vec<u8>>>, _>(name)
-                .map_err(fail)?
-                .unwrap_or_default())
-        };
-        let mut values = Vec::new();
-        for (channel, blob) in arrays("blob_channels")?
-            .into_iter()
-            .zip(bytes("blob_values")?)
-        {
-            values.push((channel, parse(&blob)?));
+        let mut tuples = Vec::with_capacity(rows.len());
+        for row in rows {
+            let Json(document): Json<serde_json::Value> =
+                row.try_get("checkpoint").map_err(fail)?;
+            let Json(metadata): Json<serde_json::Value> = row.try_get("metadata").map_err(fail)?;
+            let arrays = |name: &str| -> Result<Vec<String>> {
+                Ok(row
+                    .try_get::<Option<Vec<String>>, _>(name)
+                    .map_err(fail)?
+                    .unwrap_or_default())
+            };
+            let bytes = |name: &str| -> Result<Vec<Vec<u8>>> {
+                Ok(row
+                    .try_get::<Option<Vec<Vec<u8>>>, _>(name)
+                    .map_err(fail)?
+                    .unwrap_or_default())
+            };
+            let mut values = Vec::new();
+            for (channel, blob) in arrays("blob_channels")?
+                .into_iter()
+                .zip(bytes("blob_values")?)
+            {
+                values.push((channel, parse(&blob)?));
+            }
+            let mut writes = Vec::new();
+            let write_keys = arrays("write_tasks")?
+                .into_iter()
+                .zip(arrays("write_channels")?);
+            for ((task_id, channel), blob) in write_keys.zip(bytes("write_values")?) {
+                writes.push((task_id, channel, parse(&blob)?));
+            }
+            tuples.push(RawTuple {
+                document,
+                metadata,
+                values,
+                writes,
+            });
         }
-        let mut writes = Vec::new();
-        let write_keys = arrays("write_tasks")?
-            .into_iter()
-            .zip(arrays("write_channels")?);
-        for ((task_id, channel), blob) in write_keys.zip(bytes("write_values")?) {
-            writes.push((task_id, channel, parse(&blob)?));
-        }
-        Ok(Some(RawTuple {
-            document,
-            metadata,
-            values,
-            writes,
-        }))
+        Ok(tuples)
     }
 }
 
-/// A checkpoint read back by [`RawWriter::get_latest`].
+/// A checkpoint read back by [`RawWriter::latest`].
 #[derive(Debug, Clone)]
 pub struct RawTuple {
     /// The checkpoint document (without values).

@@ -129,31 +129,16 @@ impl RawWriter {
         tx.commit().map_err(sqlite_in(op))
     }
 
-    /// Reads the latest checkpoint of a thread (root namespace) in one
-    /// transaction: its row, the blob of each channel version, its writes.
-    /// Returns the document, the metadata and the channel values, parsed.
+    /// Reads the `limit` newest checkpoints of a thread (root namespace),
+    /// newest first, in one transaction: their rows, the blob of each
+    /// channel version, their writes. Returns each one's document, metadata,
+    /// channel values and writes, parsed.
     ///
     /// # Errors
     /// A backend error when SQLite fails or a stored JSON text is invalid.
-    pub fn get_latest(&self, thread_id: &str) -> Result<Option<RawTuple>> {
-        let op = "get_latest";
-        let tx = self.conn.unchecked_transaction().map_err(sqlite_in(op))?;
-        let row: Option<(String, String, String)> = tx
-            .prepare_cached(
-                "SELECT checkpoint_id, checkpoint, metadata FROM checkpoints
-                 WHERE thread_id = ?1 AND checkpoint_ns = ''
-                 ORDER BY checkpoint_id DESC LIMIT 1",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![thread_id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .optional()
-            })
-            .map_err(sqlite_in(op))?;
-        let Some((checkpoint_id, document, metadata)) = row else {
-            return Ok(None);
-        };
+    pub fn latest(&self, thread_id: &str, limit: usize) -> Result<Vec<RawTuple>> {
+        let op = "latest";
+        let fail = |err| sqlite_in(op)(err);
         let parse = |text: &[u8]| {
             serde_json::from_slice::<serde_json::Value>(text).map_err(|err| {
                 stategraph_checkpoint::Error::InvalidInput {
@@ -162,41 +147,56 @@ impl RawWriter {
                 }
             })
         };
-        let document = parse(document.as_bytes())?;
-        let metadata = parse(metadata.as_bytes())?;
-        let mut values = Vec::new();
-        {
+        let tx = self.conn.unchecked_transaction().map_err(&fail)?;
+        let rows: Vec<(String, String, String)> = {
             let mut stmt = tx
                 .prepare_cached(
-                    "SELECT bytes FROM blobs
-                     WHERE thread_id = ?1 AND checkpoint_ns = '' AND channel = ?2 AND version = ?3",
+                    "SELECT checkpoint_id, checkpoint, metadata FROM checkpoints
+                     WHERE thread_id = ?1 AND checkpoint_ns = ''
+                     ORDER BY checkpoint_id DESC LIMIT ?2",
                 )
-                .map_err(sqlite_in(op))?;
+                .map_err(&fail)?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            stmt.query_map(params![thread_id, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .and_then(Iterator::collect)
+            .map_err(&fail)?
+        };
+        let mut blob_stmt = tx
+            .prepare_cached(
+                "SELECT bytes FROM blobs
+                 WHERE thread_id = ?1 AND checkpoint_ns = '' AND channel = ?2 AND version = ?3",
+            )
+            .map_err(&fail)?;
+        let mut write_stmt = tx
+            .prepare_cached(
+                "SELECT task_id, channel, bytes FROM writes
+                 WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2
+                 ORDER BY task_id, idx",
+            )
+            .map_err(&fail)?;
+        let mut tuples = Vec::with_capacity(rows.len());
+        for (checkpoint_id, document, metadata) in rows {
+            let document = parse(document.as_bytes())?;
+            let metadata = parse(metadata.as_bytes())?;
+            let mut values = Vec::new();
             let versions = document["channel_versions"]
                 .as_object()
                 .into_iter()
                 .flatten();
             for (channel, version) in versions {
                 let version = version.as_str().unwrap_or_default();
-                let bytes: Option<Vec<u8>> = stmt
+                let bytes: Option<Vec<u8>> = blob_stmt
                     .query_row(params![thread_id, channel, version], |r| r.get(0))
                     .optional()
-                    .map_err(sqlite_in(op))?;
+                    .map_err(&fail)?;
                 if let Some(bytes) = bytes {
                     values.push((channel.clone(), parse(&bytes)?));
                 }
             }
-        }
-        let mut writes = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT task_id, channel, bytes FROM writes
-                     WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2
-                     ORDER BY task_id, idx",
-                )
-                .map_err(sqlite_in(op))?;
-            let rows = stmt
+            let mut writes = Vec::new();
+            let rows = write_stmt
                 .query_map(params![thread_id, checkpoint_id], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
@@ -204,23 +204,25 @@ impl RawWriter {
                         r.get::<_, Vec<u8>>(2)?,
                     ))
                 })
-                .map_err(sqlite_in(op))?;
+                .map_err(&fail)?;
             for item in rows {
-                let (task_id, channel, bytes) = item.map_err(sqlite_in(op))?;
+                let (task_id, channel, bytes) = item.map_err(&fail)?;
                 writes.push((task_id, channel, parse(&bytes)?));
             }
+            tuples.push(RawTuple {
+                document,
+                metadata,
+                values,
+                writes,
+            });
         }
-        tx.commit().map_err(sqlite_in(op))?;
-        Ok(Some(RawTuple {
-            document,
-            metadata,
-            values,
-            writes,
-        }))
+        drop((blob_stmt, write_stmt));
+        tx.commit().map_err(&fail)?;
+        Ok(tuples)
     }
 }
 
-/// A checkpoint read back by [`RawWriter::get_latest`].
+/// A checkpoint read back by [`RawWriter::latest`].
 #[derive(Debug, Clone)]
 pub struct RawTuple {
     /// The checkpoint document (without values).
