@@ -79,11 +79,15 @@ fn run(args: &[String]) -> Result<()> {
                 .split_first()
                 .context("with-postgres needs a command after `--`")?;
             let cluster = postgres::Cluster::start()?;
+            let pooler = cluster.start_pooler()?;
             let mut cmd = Command::new(program);
-            cmd.args(rest).env(postgres::URL_VAR, cluster.url());
+            cmd.args(rest)
+                .env(postgres::URL_VAR, cluster.url())
+                .env(postgres::POOLER_URL_VAR, pooler.url());
             let status = cmd
                 .status()
                 .with_context(|| format!("cannot run {program}"))?;
+            drop(pooler);
             drop(cluster);
             if !status.success() {
                 bail!("{program} failed: {status}");
@@ -159,10 +163,12 @@ fn ci(root: &Path) -> Result<()> {
     // need it are compiled, linted and run; they are never skipped in CI.
     let cluster = postgres::Cluster::start()?;
     cluster.check_connection()?;
-    let url = cluster.url();
+    let pooler = cluster.start_pooler()?;
+    let (url, pooler_url) = (cluster.url(), pooler.url());
     let cargo_pg = || {
         let mut cmd = cargo();
-        cmd.env(postgres::URL_VAR, &url);
+        cmd.env(postgres::URL_VAR, &url)
+            .env(postgres::POOLER_URL_VAR, &pooler_url);
         cmd
     };
 
@@ -207,6 +213,7 @@ fn ci(root: &Path) -> Result<()> {
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");
     step(doc)?;
+    drop(pooler);
     drop(cluster);
 
     if Command::new("cargo-deny").arg("--version").output().is_ok() {

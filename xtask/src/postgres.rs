@@ -1,6 +1,6 @@
 //! A throwaway PostgreSQL cluster for tests: initdb in a temporary directory,
 //! a free port on 127.0.0.1, stopped and deleted when dropped (also when the
-//! run fails).
+//! run fails); and a pgbouncer in transaction mode in front of it.
 
 use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
@@ -12,6 +12,12 @@ use anyhow::{Context, Result, bail};
 
 /// The variable tests read the connection URL from.
 pub(crate) const URL_VAR: &str = "STATEGRAPH_TEST_POSTGRES_URL";
+/// The variable tests read the URL of the transaction-mode pooler from.
+pub(crate) const POOLER_URL_VAR: &str = "STATEGRAPH_TEST_PGBOUNCER_URL";
+
+const POOLER_HINT: &str = "pgbouncer was not found. Install it with \
+`apt-get update && apt-get install -y pgbouncer` (Debian/Ubuntu), or point \
+STATEGRAPH_PGBOUNCER at the binary";
 
 const INSTALL_HINT: &str = "PostgreSQL server binaries (initdb, postgres) were not found. \
 Install them with `apt-get update && apt-get install -y postgresql-15` (Debian/Ubuntu), \
@@ -189,6 +195,113 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// A pgbouncer in transaction mode in front of a [`Cluster`], with fewer
+/// server connections than a saver's pool; stopped when dropped.
+pub(crate) struct Pooler {
+    port: u16,
+    child: Child,
+}
+
+impl Pooler {
+    pub(crate) fn url(&self) -> String {
+        format!("postgres://stategraph@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Pooler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Cluster {
+    /// Starts pgbouncer (`pool_mode = transaction`, 4 server connections)
+    /// on a free port, its files in the cluster's directory.
+    pub(crate) fn start_pooler(&self) -> Result<Pooler> {
+        let program = find_pgbouncer()?;
+        let port = free_port()?;
+        let config = self.dir.join("pgbouncer.ini");
+        let users = self.dir.join("pgbouncer-users.txt");
+        std::fs::write(&users, "\"stategraph\" \"\"\n")
+            .with_context(|| format!("cannot write {}", users.display()))?;
+        let ini = format!(
+            "[databases]\n\
+             postgres = host=127.0.0.1 port={server} dbname=postgres user=stategraph\n\
+             [pgbouncer]\n\
+             listen_addr = 127.0.0.1\n\
+             listen_port = {port}\n\
+             unix_socket_dir =\n\
+             auth_type = trust\n\
+             auth_file = {users}\n\
+             pool_mode = transaction\n\
+             default_pool_size = 4\n\
+             max_client_conn = 200\n\
+             ignore_startup_parameters = extra_float_digits\n\
+             logfile = {log}\n",
+            server = self.port,
+            users = users.display(),
+            log = self.dir.join("pgbouncer.log").display(),
+        );
+        std::fs::write(&config, ini)
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        let mut cmd = match &self.run_as {
+            // pgbouncer refuses to run as root.
+            Some(user) => {
+                let mut cmd = Command::new("runuser");
+                cmd.args(["-u", user, "--"]).arg(&program);
+                cmd
+            }
+            None => Command::new(&program),
+        };
+        let child = cmd
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {}", program.display()))?;
+        let mut pooler = Pooler { port, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = pooler.child.try_wait()? {
+                let log =
+                    std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default();
+                bail!("pgbouncer exited early ({status}):\n{log}");
+            }
+            if Instant::now() > deadline {
+                bail!("pgbouncer did not accept connections within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("xtask: pgbouncer (transaction mode) at {}", pooler.url());
+        Ok(pooler)
+    }
+}
+
+fn find_pgbouncer() -> Result<PathBuf> {
+    if let Ok(path) = std::env::var("STATEGRAPH_PGBOUNCER") {
+        let path = PathBuf::from(path);
+        if path.exists() {
+            return Ok(path);
+        }
+        bail!(
+            "STATEGRAPH_PGBOUNCER={} does not exist. {POOLER_HINT}",
+            path.display()
+        );
+    }
+    let system = PathBuf::from("/usr/sbin/pgbouncer");
+    if system.exists() {
+        return Ok(system);
+    }
+    if let Some(path) = std::env::var_os("PATH")
+        && let Some(dir) = std::env::split_paths(&path).find(|dir| dir.join("pgbouncer").exists())
+    {
+        return Ok(dir.join("pgbouncer"));
+    }
+    bail!("{POOLER_HINT}")
 }
 
 impl Drop for Cluster {
