@@ -11,7 +11,10 @@ use stategraph_checkpoint::{
 };
 use stategraph_core::Value;
 
-use crate::{Outcome, Workload};
+use tokio::runtime::Runtime;
+
+use crate::saver_workload::{get_latest, list_all, store_chain};
+use crate::{Outcome, Runner, Workload};
 
 const CHANNELS: usize = 15;
 const CHECKPOINTS: usize = 100;
@@ -25,6 +28,14 @@ pub(crate) fn workloads() -> Vec<Workload> {
         Workload {
             name: "checkpoint_memory_put_serialized",
             setup: || Box::new(|| put_many(InMemorySaver::with_serializer(JsonSerializer))),
+        },
+        Workload {
+            name: "checkpoint_memory_get",
+            setup: || stored(|runtime, saver| runtime.block_on(get_latest(saver))),
+        },
+        Workload {
+            name: "checkpoint_memory_list",
+            setup: || stored(|runtime, saver| runtime.block_on(list_all(saver))),
         },
     ]
 }
@@ -54,6 +65,18 @@ pub(crate) fn wide_document() -> serde_json::Value {
         })
         .collect();
     serde_json::Value::Object(outer)
+}
+
+/// An `InMemorySaver` (sharing values) holding one stored run of the chain
+/// (see [`store_chain`]); each run of the workload is `timed` on it. The
+/// same reads as `checkpoint_sqlite_get` / `_list`, with no driver below.
+fn stored(timed: fn(&Runtime, &InMemorySaver) -> Outcome) -> Runner {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"));
+    let saver = InMemorySaver::new();
+    runtime.block_on(store_chain(&saver));
+    Box::new(move || timed(&runtime, &saver))
 }
 
 /// Puts a chain of checkpoints where every channel changes at every step
