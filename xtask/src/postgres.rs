@@ -212,8 +212,8 @@ impl Pooler {
 
 impl Drop for Pooler {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // SIGTERM = pgbouncer's immediate shutdown.
+        stop(&mut self.child, "-TERM");
     }
 }
 
@@ -281,6 +281,24 @@ impl Cluster {
     }
 }
 
+/// Stops a server started directly or through `runuser`: `signal` first
+/// (runuser forwards it; a SIGKILL would reach runuser only and orphan the
+/// server), SIGKILL after 10 s.
+fn stop(child: &mut Child, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn find_pgbouncer() -> Result<PathBuf> {
     if let Ok(path) = std::env::var("STATEGRAPH_PGBOUNCER") {
         let path = PathBuf::from(path);
@@ -308,18 +326,7 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(mut server) = self.server.take() {
             // SIGINT = PostgreSQL's "fast shutdown".
-            let _ = Command::new("kill")
-                .args(["-INT", &server.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if matches!(server.try_wait(), Ok(Some(_))) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = server.kill();
-            let _ = server.wait();
+            stop(&mut server, "-INT");
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
