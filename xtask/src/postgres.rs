@@ -282,8 +282,8 @@ impl Cluster {
 }
 
 /// Stops a server started directly or through `runuser`: `signal` first
-/// (runuser forwards it; a SIGKILL would reach runuser only and orphan the
-/// server), SIGKILL after 10 s.
+/// (runuser passes SIGTERM on, not SIGINT; a SIGKILL would reach runuser
+/// only and orphan the server), SIGKILL after 10 s.
 fn stop(child: &mut Child, signal: &str) {
     let _ = Command::new("kill")
         .args([signal, &child.id().to_string()])
@@ -325,8 +325,16 @@ fn find_pgbouncer() -> Result<PathBuf> {
 impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(mut server) = self.server.take() {
-            // SIGINT = PostgreSQL's "fast shutdown".
-            stop(&mut server, "-INT");
+            // A fast shutdown through pg_ctl: runuser does not pass SIGINT on.
+            let data = self.dir.join("data");
+            let _ = self
+                .command("pg_ctl")
+                .args(["stop", "-D", &data.display().to_string(), "-m", "fast"])
+                .args(["-w", "-t", "10"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            stop(&mut server, "-TERM");
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
