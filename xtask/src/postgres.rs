@@ -153,8 +153,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// A PostgreSQL tool of the cluster's installation, run as the owner.
     fn command(&self, tool: &str) -> Command {
-        let program = self.bin.join(tool);
+        self.as_owner(&self.bin.join(tool))
+    }
+
+    /// `program` run as the cluster directory's owner (`runuser` when xtask
+    /// runs as root: initdb, postgres and pgbouncer all refuse root).
+    fn as_owner(&self, program: &Path) -> Command {
         let mut cmd = match &self.run_as {
             Some(user) => {
                 let mut cmd = Command::new("runuser");
@@ -247,18 +253,9 @@ impl Cluster {
         );
         std::fs::write(&config, ini)
             .with_context(|| format!("cannot write {}", config.display()))?;
-        let mut cmd = match &self.run_as {
-            // pgbouncer refuses to run as root.
-            Some(user) => {
-                let mut cmd = Command::new("runuser");
-                cmd.args(["-u", user, "--"]).arg(&program);
-                cmd
-            }
-            None => Command::new(&program),
-        };
-        let child = cmd
+        let child = self
+            .as_owner(&program)
             .arg(&config)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
