@@ -224,13 +224,21 @@ fn raw_put() -> Runner {
 /// 15-channel thread (see [`get_latest`]), with unnamed statements in a
 /// transaction (the default) or cached prepared ones.
 fn saver_get(prepared: bool) -> Runner {
+    on_stored_chain(prepared, |runtime, saver| {
+        runtime.block_on(get_latest(saver))
+    })
+}
+
+/// A saver on a scratch schema holding one stored run of the chain (see
+/// [`store_chain`]); each run of the workload is `timed` on it.
+fn on_stored_chain(prepared: bool, timed: fn(&Runtime, &PostgresSaver) -> Outcome) -> Runner {
     let runtime = runtime();
     let (schema, saver) = scratch(&runtime, 2);
     let saver = saver.with_prepared_statements(prepared);
     runtime.block_on(store_chain(&saver));
     Box::new(move || {
         let _keep = &schema;
-        runtime.block_on(get_latest(&saver))
+        timed(&runtime, &saver)
     })
 }
 
@@ -321,14 +329,7 @@ fn raw_put_writes() -> Runner {
 /// One `PostgresSaver::list` of a stored 100-checkpoint run (see
 /// [`list_all`]), unnamed statements in a transaction or cached prepared.
 fn saver_list(prepared: bool) -> Runner {
-    let runtime = runtime();
-    let (schema, saver) = scratch(&runtime, 2);
-    let saver = saver.with_prepared_statements(prepared);
-    runtime.block_on(store_chain(&saver));
-    Box::new(move || {
-        let _keep = &schema;
-        runtime.block_on(list_all(&saver))
-    })
+    on_stored_chain(prepared, |runtime, saver| runtime.block_on(list_all(saver)))
 }
 
 /// The same rows with plain sqlx: the saver's query with the limit, one

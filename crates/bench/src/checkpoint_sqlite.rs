@@ -186,12 +186,18 @@ fn stored_chain(scratch: &Scratch, runtime: &Runtime) -> SqliteSaver {
 /// [`GETS`] `SqliteSaver::get_tuple`s of the latest checkpoint of a
 /// 15-channel thread (see [`get_latest`]).
 fn saver_get() -> Runner {
+    on_stored_chain(|runtime, saver| runtime.block_on(get_latest(saver)))
+}
+
+/// A saver on a database holding one stored run of the chain; each run of
+/// the workload is `timed` on it.
+fn on_stored_chain(timed: fn(&Runtime, &SqliteSaver) -> Outcome) -> Runner {
     let scratch = Scratch::new();
     let runtime = runtime();
     let saver = stored_chain(&scratch, &runtime);
     Box::new(move || {
         let _keep = &scratch;
-        runtime.block_on(get_latest(&saver))
+        timed(&runtime, &saver)
     })
 }
 
@@ -274,13 +280,7 @@ fn raw_put_writes() -> Runner {
 
 /// One `SqliteSaver::list` of a stored 100-checkpoint run (see [`list_all`]).
 fn saver_list() -> Runner {
-    let scratch = Scratch::new();
-    let runtime = runtime();
-    let saver = stored_chain(&scratch, &runtime);
-    Box::new(move || {
-        let _keep = &scratch;
-        runtime.block_on(list_all(&saver))
-    })
+    on_stored_chain(|runtime, saver| runtime.block_on(list_all(saver)))
 }
 
 /// The same rows read with plain rusqlite: the saver's statements in one
