@@ -54,7 +54,7 @@ type Reducer<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
 /// use stategraph_channels::{BinaryOperatorAggregate, Channel, Overwrite, reducers};
 /// use stategraph_core::Value;
 ///
-/// let mut jokes = BinaryOperatorAggregate::new(reducers::append::<String>);
+/// let mut jokes = BinaryOperatorAggregate::new(reducers::append::<Vec<String>>);
 /// jokes.update(vec![Value::new(vec!["a".to_string()]), Value::new(vec!["b".to_string()])]).unwrap();
 /// assert_eq!(jokes.value().unwrap(), &["a", "b"]);
 /// jokes.update(vec![Value::new(Overwrite(vec!["c".to_string()]))]).unwrap();

@@ -7,11 +7,33 @@
 use std::ops::Add;
 
 use serde_json::Value as Json;
+use stategraph_core::List;
 
-/// List concatenation, Python's `operator.add` on lists: `a + b`.
-pub fn append<T>(mut current: Vec<T>, write: Vec<T>) -> Vec<T> {
-    current.extend(write);
-    current
+/// List concatenation, Python's `operator.add` on lists: `a + b`, for a
+/// `Vec` (extended in place when nothing else shares it) or a
+/// [`List`] (shares both sides' items; see [`Concat`]).
+pub fn append<L: Concat>(current: L, write: L) -> L {
+    current.concat(write)
+}
+
+/// A list type the [`append`] reducer can concatenate.
+pub trait Concat {
+    /// `self + other`.
+    #[must_use]
+    fn concat(self, other: Self) -> Self;
+}
+
+impl<T> Concat for Vec<T> {
+    fn concat(mut self, other: Self) -> Self {
+        self.extend(other);
+        self
+    }
+}
+
+impl<T: Clone> Concat for List<T> {
+    fn concat(self, other: Self) -> Self {
+        List::concat(self, other)
+    }
 }
 
 /// Sum, Python's `operator.add` on numbers.

@@ -29,7 +29,7 @@ fn channel_in_state() -> impl Strategy<Value = Box<dyn Channel>> {
             1 => Box::new(AnyValue::<i64>::new()),
             2 => Box::new(EphemeralValue::<i64>::unguarded()),
             3 => Box::new(UntrackedValue::<i64>::unguarded()),
-            4 => Box::new(BinaryOperatorAggregate::new(reducers::append::<i64>)),
+            4 => Box::new(BinaryOperatorAggregate::new(reducers::append::<Vec<i64>>)),
             5 => Box::new(Topic::<i64>::new()),
             6 => Box::new(Topic::<i64>::accumulating()),
             7 => Box::new(LastValueAfterFinish::<i64>::new()),
@@ -67,9 +67,9 @@ proptest! {
     /// equals one update per write.
     #[test]
     fn reducer_folds_writes_in_order(writes in prop::collection::vec(prop::collection::vec(any::<i32>(), 0..4), 1..6)) {
-        let mut together = BinaryOperatorAggregate::new(reducers::append::<i32>);
+        let mut together = BinaryOperatorAggregate::new(reducers::append::<Vec<i32>>);
         together.update(vals(writes.clone())).unwrap();
-        let mut one_by_one = BinaryOperatorAggregate::new(reducers::append::<i32>);
+        let mut one_by_one = BinaryOperatorAggregate::new(reducers::append::<Vec<i32>>);
         for write in &writes {
             one_by_one.update(vals(vec![write.clone()])).unwrap();
         }
@@ -81,7 +81,7 @@ proptest! {
     /// An overwrite replaces the value and the rest of its step is ignored.
     #[test]
     fn overwrite_wins_over_the_reducer(before in prop::collection::vec(any::<i32>(), 0..4), replacement in prop::collection::vec(any::<i32>(), 0..4), after in prop::collection::vec(any::<i32>(), 0..4)) {
-        let mut channel = BinaryOperatorAggregate::new(reducers::append::<i32>);
+        let mut channel = BinaryOperatorAggregate::new(reducers::append::<Vec<i32>>);
         channel.update(vals(vec![before.clone()])).unwrap();
         channel.update(vec![Value::new(before.clone()), Value::new(Overwrite(replacement.clone())), Value::new(after)]).unwrap();
         prop_assert_eq!(channel.value().unwrap(), &replacement);
@@ -161,7 +161,7 @@ proptest! {
 
 #[test]
 fn two_overwrites_in_one_step_are_rejected() {
-    let mut channel = BinaryOperatorAggregate::new(reducers::append::<i32>);
+    let mut channel = BinaryOperatorAggregate::new(reducers::append::<Vec<i32>>);
     let err = channel
         .update(vec![
             Value::new(Overwrite(vec![1])),

@@ -145,7 +145,9 @@ fn observed() -> Json {
     add(
         "BinaryOperatorAggregate_add",
         probe(
-            Box::new(BinaryOperatorAggregate::new(reducers::append::<String>)),
+            Box::new(BinaryOperatorAggregate::new(
+                reducers::append::<Vec<String>>,
+            )),
             vec![
                 update(json!([["a"], ["b"]])),
                 update(json!([])),

@@ -5,11 +5,13 @@ mod config;
 mod error;
 mod id;
 pub mod json;
+mod list;
 mod value;
 
 pub use config::{Configurable, RunnableConfig};
 pub use error::ErrorKind;
 pub use id::CheckpointId;
+pub use list::{Iter as ListIter, List};
 pub use value::{StateValue, Value, ValueError};
 
 /// A JSON object, the shape of metadata and free-form configuration.
