@@ -2,13 +2,14 @@
 //! checkpointer and no chat model, driven as the spec says: compiled once,
 //! `stream` in `updates` mode, fresh thread id per run, unlimited recursion.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::json;
 use stategraph_channels::{BinaryOperatorAggregate, LastValue, reducers};
-use stategraph_core::{RunnableConfig, Value};
+use stategraph_core::{List, RunnableConfig, Value};
 use stategraph_graph::{
     CompiledStateGraph, END, NodeError, START, Schema, Send, StateGraph, StateValues,
 };
@@ -247,12 +248,12 @@ fn joke_subgraph() -> CompiledStateGraph {
 }
 
 /// Python's f-string of the subject: a list of letters prints as its repr.
-fn subject_text(value: &Value) -> String {
+fn subject_text(value: &Value) -> Cow<'_, str> {
     if let Some(text) = value.downcast_ref::<String>() {
-        return text.clone();
+        return Cow::Borrowed(text);
     }
-    match value.as_json() {
-        Some(serde_json::Value::String(text)) => text.clone(),
+    Cow::Owned(match value.as_json() {
+        Some(serde_json::Value::String(text)) => return Cow::Borrowed(text),
         Some(serde_json::Value::Array(items)) => {
             let mut text = String::with_capacity(items.len() * 5 + 2);
             text.push('[');
@@ -269,21 +270,20 @@ fn subject_text(value: &Value) -> String {
         }
         Some(other) => other.to_string(),
         None => String::new(),
-    }
+    })
 }
 
-fn first_joke(state: &StateValues) -> String {
+fn first_joke(state: &StateValues) -> &str {
     let Some(jokes) = state.get("jokes") else {
-        return String::new();
+        return "";
     };
     if let Some(jokes) = jokes.downcast_ref::<Vec<String>>() {
-        return jokes.first().cloned().unwrap_or_default();
+        return jokes.first().map_or("", String::as_str);
     }
     jokes
         .as_json()
         .and_then(|j| j.get(0))
         .and_then(|j| j.as_str())
-        .map(str::to_owned)
         .unwrap_or_default()
 }
 
@@ -293,7 +293,7 @@ fn fanout_runner(n: usize) -> Runner {
             .key("subjects", LastValue::<Value>::new())
             .key(
                 "jokes",
-                BinaryOperatorAggregate::new(reducers::append::<String>),
+                BinaryOperatorAggregate::new(reducers::append::<Vec<String>>),
             ),
     );
     let result = (|| -> Result<(), stategraph_graph::GraphError> {
@@ -405,7 +405,7 @@ fn truthy(value: &Value) -> bool {
 
 /// The wide state: lists of shared dicts, shared dicts, strings.
 fn wide_schema() -> Schema {
-    let list = || BinaryOperatorAggregate::new(reducers::append::<Value>);
+    let list = || BinaryOperatorAggregate::new(reducers::append::<List<Value>>);
     let dict_merge = || BinaryOperatorAggregate::new(reducers::merge::<Dict>);
     Schema::new()
         .key("messages", list())
@@ -422,8 +422,8 @@ fn wide_schema() -> Schema {
             "issue",
             BinaryOperatorAggregate::<Value>::empty(|x, y| if truthy(&y) { y } else { x }),
         )
-        .key("relevant_rules", LastValue::<Vec<Value>>::new())
-        .key("memory_docs", LastValue::<Vec<Value>>::new())
+        .key("relevant_rules", LastValue::<List<Value>>::new())
+        .key("memory_docs", LastValue::<List<Value>>::new())
         .key("categorizations", list())
         .key("responses", list())
         .key(
@@ -477,13 +477,13 @@ fn read_write(
     seed: &mut u64,
 ) -> StateValues {
     let value = state.get(read).cloned().unwrap_or_else(Value::null);
-    let list = value.clone().try_live::<Vec<Value>>().ok();
+    let list = value.clone().try_live::<List<Value>>().ok();
     let (single, many): (Value, Value) = match list {
         Some(items) => (
             items.last().cloned().unwrap_or_else(Value::null),
             Value::from_arc(items),
         ),
-        None => (value.clone(), Value::new(vec![value])),
+        None => (value.clone(), Value::new(List::from(vec![value]))),
     };
     StateValues::new(
         writes
@@ -551,8 +551,8 @@ fn wide_builder(n: usize) -> StateGraph {
             move |s: &StateValues| {
                 let len = s
                     .get("messages")
-                    .and_then(|v| v.clone().try_live::<Vec<Value>>().ok())
-                    .map_or(0, |m| m.len());
+                    .and_then(|v| v.downcast_ref::<List<Value>>().map(List::len))
+                    .unwrap_or(0);
                 if len > n { END } else { "one" }
             },
             None,
@@ -601,7 +601,7 @@ pub(crate) fn wide_run(graph: CompiledStateGraph, outer: usize, inner: usize) ->
     let document = wide_document(outer, inner);
     let input = Value::new(StateValues::new(vec![(
         Arc::from("messages"),
-        Value::new(vec![document]),
+        Value::new(List::from(vec![document])),
     )]));
     let rt = runtime();
     let mut run = 0;
@@ -615,8 +615,8 @@ pub(crate) fn wide_run(graph: CompiledStateGraph, outer: usize, inner: usize) ->
             if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
                 messages_len += values
                     .get("messages")
-                    .and_then(|v| v.downcast_ref::<Vec<Value>>())
-                    .map_or(0, Vec::len);
+                    .and_then(|v| v.downcast_ref::<List<Value>>())
+                    .map_or(0, List::len);
             }
         }
         let node_counts: serde_json::Map<String, serde_json::Value> =

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use stategraph_core::Value;
+use stategraph_core::{List, Value};
 use stategraph_graph::{END, NodeError, START, State, StateGraph};
 
 use crate::{Runner, Workload};
@@ -58,21 +58,21 @@ fn non_null_new_or_old<T>(x: Option<T>, y: Option<T>) -> Option<T> {
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct Wide {
     #[state(reducer = append)]
-    messages: Vec<Value>,
+    messages: List<Value>,
     #[state(reducer = append)]
-    trigger_events: Vec<Value>,
+    trigger_events: List<Value>,
     #[state(reducer = new_or_old)]
     primary_issue_medium: String,
     #[state(reducer = always_new)]
     autoresponse: Option<Dict>,
     #[state(reducer = truthy_new_or_old)]
     issue: Option<Dict>,
-    relevant_rules: Option<Vec<Value>>,
-    memory_docs: Option<Vec<Value>>,
+    relevant_rules: Option<List<Value>>,
+    memory_docs: Option<List<Value>>,
     #[state(reducer = append)]
-    categorizations: Vec<Value>,
+    categorizations: List<Value>,
     #[state(reducer = append)]
-    responses: Vec<Value>,
+    responses: List<Value>,
     #[state(reducer = non_null_new_or_old)]
     user_info: Option<Dict>,
     #[state(reducer = non_null_new_or_old)]
@@ -87,7 +87,7 @@ struct Wide {
 }
 
 /// The last element of a list of shared dicts, as the dict itself.
-fn last_dict(list: &[Value]) -> Option<Dict> {
+fn last_dict(list: &List<Value>) -> Option<Dict> {
     list.last().and_then(|v| v.downcast_ref::<Dict>().cloned())
 }
 
@@ -116,9 +116,9 @@ fn builder(n: usize) -> StateGraph {
         })?;
         graph.add_node("three", |state: WideView| {
             // Reads a dict, so `many` is a one-element list of it.
-            let many = vec![Value::new(
+            let many = List::from(vec![Value::new(
                 (*state.autoresponse).clone().unwrap_or_default(),
-            )];
+            )]);
             let update = WideUpdate::default().relevant_rules(Some(many));
             async move { Ok::<_, NodeError>(update) }
         })?;
