@@ -48,7 +48,9 @@ impl StateGraph {
     /// What [`StateGraph::validate`] finds.
     pub fn compile_with(&self, options: CompileOptions) -> Result<CompiledStateGraph, GraphError> {
         self.validate(&[])?;
-        let mut builder = Pregel::builder().name(options.name.as_deref().unwrap_or("LangGraph"));
+        let mut builder = Pregel::builder()
+            .name(options.name.as_deref().unwrap_or("LangGraph"))
+            .debug(options.debug);
         if let Some(cache) = options.cache {
             builder = builder.cache(cache);
         }
@@ -242,6 +244,7 @@ pub struct CompileOptions {
     name: Option<String>,
     cache: Option<Arc<dyn NodeCache>>,
     checkpointer: Option<SharedSaver>,
+    debug: bool,
 }
 
 impl CompileOptions {
@@ -278,6 +281,16 @@ impl CompileOptions {
     #[must_use]
     pub fn shared_checkpointer(mut self, saver: SharedSaver) -> Self {
         self.checkpointer = Some(saver);
+        self
+    }
+
+    /// LangGraph's `debug=True`: every run prints its `updates` and `values`
+    /// chunks as `tracing` events (target `stategraph::print`, INFO), whatever
+    /// modes it streams; see
+    /// [`RunOptions::print_modes`](stategraph_pregel::RunOptions::print_modes).
+    #[must_use]
+    pub fn debug(mut self, debug: bool) -> Self {
+        self.debug = debug;
         self
     }
 }

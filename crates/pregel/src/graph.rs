@@ -107,6 +107,8 @@ pub(crate) struct PregelInner {
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) name: String,
+    // LangGraph's `debug`: every run prints its `updates` and `values` chunks.
+    pub(crate) debug: bool,
 }
 
 /// A compiled graph ready to run: LangGraph's `Pregel`.
@@ -163,6 +165,7 @@ pub struct PregelBuilder {
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
     name: Option<String>,
+    debug: bool,
 }
 
 /// Input or output channels by name.
@@ -317,6 +320,15 @@ impl PregelBuilder {
         self
     }
 
+    /// LangGraph's `debug=True`: every run prints its `updates` and `values`
+    /// chunks (see [`RunOptions::print_modes`](crate::RunOptions::print_modes)),
+    /// whatever modes it streams.
+    #[must_use]
+    pub fn debug(mut self, debug: bool) -> Self {
+        self.debug = debug;
+        self
+    }
+
     fn resolve(&self, spec: &IoSpec) -> Result<IoChannels> {
         Ok(match spec {
             IoSpec::One(name) => IoChannels::One(self.channel_id(name)?),
@@ -446,6 +458,7 @@ impl PregelBuilder {
                 cache: self.cache.take(),
                 checkpointer: self.checkpointer.take(),
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
+                debug: self.debug,
             }),
         })
     }

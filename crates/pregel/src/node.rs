@@ -470,6 +470,7 @@ pub struct RunOptions {
     // Set for the run of a subgraph inside a parent's task.
     pub(crate) nested: bool,
     pub(crate) durability: crate::Durability,
+    pub(crate) print: StreamModes,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -518,6 +519,17 @@ impl RunOptions {
     #[must_use]
     pub fn durability(mut self, durability: crate::Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// LangGraph's `print_mode`: chunks of these modes are printed as they
+    /// are produced (`[updates] {...}`, with `[graph=ns]` for subgraph
+    /// chunks), whether or not the run streams them. A library does not
+    /// write to stdout: each chunk is a `tracing` event at INFO level with
+    /// target `stategraph::print`, which any subscriber can show.
+    #[must_use]
+    pub fn print_modes(mut self, modes: impl Into<StreamModes>) -> Self {
+        self.print = modes.into();
         self
     }
 }
@@ -595,6 +607,8 @@ impl TaskContext {
         };
         RunOptions {
             nested: true,
+            // The root stream prints forwarded chunks.
+            print: StreamModes::NONE,
             durability: crate::Durability::default(),
             context: self.run.context.clone(),
             subgraphs: self.run.subgraphs,

@@ -143,6 +143,9 @@ pub struct RunStream {
     run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
     queue: Arc<Mutex<VecDeque<StreamChunk>>>,
     error: Option<PregelError>,
+    // The modes the caller asked for, and those printed (see `RunOptions::print_modes`).
+    streamed: StreamModes,
+    printed: StreamModes,
 }
 
 impl RunStream {
@@ -155,9 +158,16 @@ impl RunStream {
         options: RunOptions,
     ) -> Self {
         let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let printed = if graph.debug {
+            options
+                .print
+                .union(StreamMode::Updates | StreamMode::Values)
+        } else {
+            options.print
+        };
         let sink = Sink {
             queue: queue.clone(),
-            modes,
+            modes: modes.union(printed),
             namespace: Arc::from(Vec::new()),
             shown: output,
         };
@@ -183,14 +193,26 @@ impl RunStream {
             run: Some(Box::pin(run)),
             queue,
             error: None,
+            streamed: modes,
+            printed,
         }
     }
 
+    /// The next chunk to hand out (chunks only printed are printed here).
     fn pop(&self) -> Option<StreamChunk> {
-        self.queue
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .pop_front()
+        loop {
+            let chunk = self
+                .queue
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .pop_front()?;
+            if self.printed.contains(chunk.mode) {
+                print_chunk(&chunk);
+            }
+            if self.streamed.contains(chunk.mode) {
+                return Some(chunk);
+            }
+        }
     }
 }
 
@@ -219,6 +241,22 @@ impl Stream for RunStream {
                 }
             }
         }
+    }
+}
+
+/// Prints a chunk as LangGraph's `print_mode` does, through `tracing`.
+fn print_chunk(chunk: &StreamChunk) {
+    let payload = serde_json::to_string(&chunk.data)
+        .unwrap_or_else(|err| format!("<{} not serializable: {err}>", chunk.data.type_name()));
+    if chunk.namespace.is_empty() {
+        tracing::info!(target: "stategraph::print", "[{}] {payload}", chunk.mode);
+    } else {
+        let namespace = chunk.namespace.join("|");
+        tracing::info!(
+            target: "stategraph::print",
+            "[{}] [graph={namespace}] {payload}",
+            chunk.mode
+        );
     }
 }
 

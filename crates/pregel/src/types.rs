@@ -210,6 +210,12 @@ impl StreamModes {
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
+
+    /// The modes in either set.
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
 }
 
 impl From<StreamMode> for StreamModes {
