@@ -153,6 +153,10 @@ impl Channel for NamedBarrierValueAfterFinish {
         }
     }
 
+    fn would_finish(&self) -> bool {
+        !self.finished && self.complete()
+    }
+
     fn finish(&mut self) -> bool {
         if !self.finished && self.complete() {
             self.finished = true;

@@ -151,6 +151,10 @@ impl<T: StateValue> Channel for LastValueAfterFinish<T> {
         }
     }
 
+    fn would_finish(&self) -> bool {
+        !self.finished && self.slot.is_set()
+    }
+
     fn finish(&mut self) -> bool {
         if !self.finished && self.slot.is_set() {
             self.finished = true;

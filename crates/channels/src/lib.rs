@@ -141,6 +141,12 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
         false
     }
 
+    /// Whether [`Channel::finish`] would change the channel now, without
+    /// changing it. A channel that overrides `finish` overrides this too.
+    fn would_finish(&self) -> bool {
+        false
+    }
+
     /// What to persist for this channel, or `None` for nothing.
     fn checkpoint(&self) -> Option<Value>;
 

@@ -3,6 +3,7 @@
 
 mod config;
 mod error;
+mod fxhash;
 mod id;
 pub mod json;
 mod list;
@@ -10,6 +11,7 @@ mod value;
 
 pub use config::{Configurable, RunnableConfig};
 pub use error::ErrorKind;
+pub use fxhash::{FxBuild, FxHasher};
 pub use id::CheckpointId;
 pub use list::{Iter as ListIter, List};
 pub use value::{StateValue, Value, ValueError};

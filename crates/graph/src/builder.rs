@@ -1,7 +1,8 @@
 //! `StateGraph`: the graph builder.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use stategraph_core::FxBuild;
 use stategraph_pregel::{NodeFn, RetryPolicy};
 
 use crate::compiled::CompiledStateGraph;
@@ -435,52 +436,67 @@ impl StateGraph {
     /// # Errors
     /// The first problem found, naming the node or edge at fault.
     pub fn validate(&self, interrupt: &[&str]) -> Result<(), GraphError> {
-        let mut sources: BTreeSet<&str> = self.edges.iter().map(|(s, _)| s.as_str()).collect();
-        for (starts, _) in &self.waiting_edges {
-            sources.extend(starts.iter().map(String::as_str));
-        }
-        sources.extend(self.branches.keys().map(String::as_str));
-        for (name, spec) in &self.nodes {
-            if !spec.destinations.is_empty() {
-                sources.insert(name);
+        // Hash lookups: big graphs have thousands of edges. Where several
+        // names are wrong, the error names the first in sorted order.
+        let nodes: HashSet<&str, FxBuild> = self.nodes.keys().map(String::as_str).collect();
+        let known = |name: &str| nodes.contains(name);
+        let sources = self
+            .edges
+            .iter()
+            .map(|(start, _)| start)
+            .chain(self.waiting_edges.iter().flat_map(|(starts, _)| starts))
+            .chain(self.branches.keys())
+            .chain(
+                self.nodes
+                    .iter()
+                    .filter(|(_, spec)| !spec.destinations.is_empty())
+                    .map(|(name, _)| name),
+            )
+            .map(String::as_str);
+        let mut has_entry = false;
+        let mut bad_source: Option<&str> = None;
+        for name in sources {
+            if name == START {
+                has_entry = true;
+            } else if !known(name) && bad_source.is_none_or(|bad| name < bad) {
+                bad_source = Some(name);
             }
         }
-        for source in &sources {
-            if *source != START && !self.nodes.contains_key(*source) {
-                return Err(GraphError::UnknownSource((*source).to_owned()));
-            }
+        if let Some(bad) = bad_source {
+            return Err(GraphError::UnknownSource(bad.to_owned()));
         }
-        if !sources.contains(START) {
+        if !has_entry {
             return Err(GraphError::NoEntrypoint);
         }
-        let mut targets: BTreeSet<&str> = self.edges.iter().map(|(_, e)| e.as_str()).collect();
-        targets.extend(self.waiting_edges.iter().map(|(_, e)| e.as_str()));
         for (start, branches) in &self.branches {
             for (name, branch) in branches {
-                if let Some(map) = &branch.path_map {
-                    for target in map.values() {
-                        if target != END && !self.nodes.contains_key(target) {
-                            return Err(GraphError::UnknownBranchTarget {
-                                source_node: start.clone(),
-                                branch: name.clone(),
-                                target: target.clone(),
-                            });
-                        }
-                        targets.insert(target);
+                let targets = branch.path_map.iter().flat_map(|map| map.values());
+                for target in targets {
+                    if target != END && !known(target) {
+                        return Err(GraphError::UnknownBranchTarget {
+                            source_node: start.clone(),
+                            branch: name.clone(),
+                            target: target.clone(),
+                        });
                     }
                 }
             }
         }
-        for spec in self.nodes.values() {
-            targets.extend(spec.destinations.iter().map(String::as_str));
-        }
-        for target in targets {
-            if target != END && !self.nodes.contains_key(target) {
-                return Err(GraphError::UnknownTarget(target.to_owned()));
-            }
+        let targets = self
+            .edges
+            .iter()
+            .map(|(_, end)| end)
+            .chain(self.waiting_edges.iter().map(|(_, end)| end))
+            .chain(self.nodes.values().flat_map(|spec| &spec.destinations));
+        let bad_target = targets
+            .map(String::as_str)
+            .filter(|target| *target != END && !known(target))
+            .min();
+        if let Some(bad) = bad_target {
+            return Err(GraphError::UnknownTarget(bad.to_owned()));
         }
         for node in interrupt {
-            if *node != "*" && !self.nodes.contains_key(*node) {
+            if *node != "*" && !known(node) {
                 return Err(GraphError::UnknownInterruptNode((*node).to_owned()));
             }
         }

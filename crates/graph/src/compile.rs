@@ -7,20 +7,21 @@
 //! `__pregel_tasks` topic for `Send`s. Each node writes its state update, its
 //! `Command` destinations, then its edges and branches, in that order.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use stategraph_channels::{
     EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
 };
 use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
-use stategraph_core::Value;
+use stategraph_core::{FxBuild, Value};
 use stategraph_pregel::{
     ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
     PregelBuilder, PregelError, PregelNode, Reads, StateValues, TaskContext, WriteContext, Writer,
     names,
 };
 
-use crate::builder::{Branch, Managed, StateGraph};
+use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
 use crate::node::Route;
 use crate::{END, GraphError, START};
@@ -58,6 +59,10 @@ impl StateGraph {
             builder = builder.checkpointer(saver);
         }
         let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
+        builder.reserve(
+            self.schema.keys().count() + 2 * self.nodes.len() + self.waiting_edges.len() + 2,
+            self.nodes.len() + 1,
+        );
         let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::new();
         for (key, channel) in self.schema.channels() {
             let id = builder.add_boxed_channel(key, channel.boxed_clone())?;
@@ -69,6 +74,10 @@ impl StateGraph {
             stategraph_channels::Topic::<stategraph_pregel::Send>::new(),
         )?;
         let mut branch_channels = std::collections::BTreeMap::new();
+        // Name lookups below go through a hash map: `nodes` and
+        // `branch_channels` are ordered maps, slow to search on big graphs.
+        let mut branch_ids: HashMap<&str, ChannelId, FxBuild> =
+            HashMap::with_capacity_and_hasher(self.nodes.len(), FxBuild);
         for (name, spec) in &self.nodes {
             let channel = names::branch_to(name);
             let id = if spec.defer {
@@ -77,6 +86,7 @@ impl StateGraph {
                 builder.add_channel(&channel, EphemeralValue::<Value>::unguarded())?
             };
             branch_channels.insert(name.clone(), id);
+            branch_ids.insert(name, id);
         }
         let routing = Arc::new(Routing {
             branch_channels: branch_channels.clone(),
@@ -93,30 +103,37 @@ impl StateGraph {
             Reads::Channel(start_channel),
             None,
             vec![
-                state_writer(select(&key_ids, &input_keys)),
+                state_writer(select(&key_ids, &input_keys).into()),
                 control_writer(routing.clone()),
             ],
         );
         start.set_hidden(true);
         builder.add_node(START, start)?;
 
+        // Every node writes any state key: one shared key list.
+        let all_keys: Arc<[(Arc<str>, ChannelId)]> = Arc::from(key_ids.as_slice());
         // In declaration order: the runtime lists tasks planned from a
         // stored checkpoint in the order nodes were added.
+        let specs: HashMap<&str, &NodeSpec, FxBuild> = self
+            .nodes
+            .iter()
+            .map(|(name, spec)| (name.as_str(), spec))
+            .collect();
         for name in &self.node_order {
-            let spec = &self.nodes[name];
+            let spec = specs[name.as_str()];
             let reads = match &spec.input_keys {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),
             };
             let mut node = PregelNode::new(
-                vec![branch_channels[name]],
+                vec![branch_ids[name.as_str()]],
                 Reads::Map(reads),
                 Some(with_managed(
                     spec.func.clone(),
                     self.managed_keys(spec.input_keys.as_deref()),
                 )),
                 vec![
-                    state_writer(key_ids.clone()),
+                    state_writer(all_keys.clone()),
                     control_writer(routing.clone()),
                 ],
             );
@@ -132,7 +149,7 @@ impl StateGraph {
             if end == END {
                 continue;
             }
-            let target = branch_channels[end];
+            let target = branch_ids[end.as_str()];
             node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
                 writes.push((target, Value::null()));
                 Ok(())
@@ -144,7 +161,7 @@ impl StateGraph {
                 continue;
             }
             let channel = format!("join:{}:{end}", starts.join("+"));
-            let id = if self.nodes[end].defer {
+            let id = if specs[end.as_str()].defer {
                 builder.add_channel(
                     &channel,
                     NamedBarrierValueAfterFinish::new(starts.iter().cloned()),
@@ -336,7 +353,7 @@ impl Routing {
 }
 
 /// Writes a node's state update to the given keys (LangGraph's `_get_updates`).
-fn state_writer(keys: Vec<(Arc<str>, ChannelId)>) -> Writer {
+fn state_writer(keys: Arc<[(Arc<str>, ChannelId)]>) -> Writer {
     Arc::new(move |ctx: &WriteContext<'_>, writes| collect_updates(ctx.output(), &keys, writes))
 }
 

@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 
-/// Name-keyed maps built once per compile: xxh3 hashes short keys several
-/// times faster than the default SipHash, and these keys are not attacker
-/// chosen in a way that matters (they come from the graph definition).
-type NameMap<K, V> = HashMap<K, V, xxhash_rust::xxh3::Xxh3Builder>;
+/// Name-keyed maps built once per compile, hashed with [`FxBuild`].
+type NameMap<K, V> = HashMap<K, V, FxBuild>;
+use stategraph_core::FxBuild;
 use std::fmt;
 use std::sync::Arc;
 
@@ -196,6 +195,16 @@ impl From<Vec<String>> for IoSpec {
 }
 
 impl PregelBuilder {
+    /// Makes room for this many more channels and nodes (compilers that
+    /// know their sizes save the reallocations).
+    pub fn reserve(&mut self, channels: usize, nodes: usize) {
+        self.shape.channel_names.reserve(channels);
+        self.shape.channel_index.reserve(channels);
+        self.channels.reserve(channels);
+        self.nodes.reserve(nodes);
+        self.node_positions.reserve(nodes);
+    }
+
     /// Declares a channel and returns its id.
     ///
     /// # Errors
@@ -376,10 +385,10 @@ impl PregelBuilder {
         let channel_count = self.channels.len();
         let mut read_sets: Vec<Vec<(Arc<str>, ChannelId)>> = Vec::new();
         let mut node_read_set = Vec::with_capacity(nodes.len());
-        let mut set_index: NameMap<Vec<(Arc<str>, ChannelId)>, usize> = NameMap::default();
+        let mut set_index: NameMap<&[(Arc<str>, ChannelId)], usize> = NameMap::default();
         for (_, node) in &nodes {
             let set = match &node.reads {
-                Reads::Map(keys) => *set_index.entry(keys.clone()).or_insert_with(|| {
+                Reads::Map(keys) => *set_index.entry(keys).or_insert_with(|| {
                     read_sets.push(keys.clone());
                     read_sets.len() - 1
                 }),
@@ -396,11 +405,7 @@ impl PregelBuilder {
         let initially_live = (0..channel_count)
             .filter(|c| self.channels[*c].is_available())
             .collect();
-        let finishes_initially = self
-            .channels
-            .iter()
-            .map(|c| c.boxed_clone().finish())
-            .collect();
+        let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
         let none_updates = nodes
             .iter()
             .map(|(name, _)| {
