@@ -37,11 +37,14 @@ fn new_or_old(x: String, y: String) -> String {
     if y.is_empty() { x } else { y }
 }
 
-fn always_new(_x: Option<Dict>, y: Option<Dict>) -> Option<Dict> {
+/// A dict shared by reference, as Python's state holds the one dict `M`.
+type Shared = Arc<Dict>;
+
+fn always_new(_x: Option<Shared>, y: Option<Shared>) -> Option<Shared> {
     y
 }
 
-fn truthy_new_or_old(x: Option<Dict>, y: Option<Dict>) -> Option<Dict> {
+fn truthy_new_or_old(x: Option<Shared>, y: Option<Shared>) -> Option<Shared> {
     if y.as_ref().is_some_and(|d| !d.is_empty()) {
         y
     } else {
@@ -64,9 +67,9 @@ struct Wide {
     #[state(reducer = new_or_old)]
     primary_issue_medium: String,
     #[state(reducer = always_new)]
-    autoresponse: Option<Dict>,
+    autoresponse: Option<Shared>,
     #[state(reducer = truthy_new_or_old)]
-    issue: Option<Dict>,
+    issue: Option<Shared>,
     relevant_rules: Option<List<Value>>,
     memory_docs: Option<List<Value>>,
     #[state(reducer = append)]
@@ -74,9 +77,9 @@ struct Wide {
     #[state(reducer = append)]
     responses: List<Value>,
     #[state(reducer = non_null_new_or_old)]
-    user_info: Option<Dict>,
+    user_info: Option<Shared>,
     #[state(reducer = non_null_new_or_old)]
-    crm_info: Option<Dict>,
+    crm_info: Option<Shared>,
     #[state(reducer = non_null_new_or_old)]
     email_thread_id: Option<String>,
     #[state(reducer = merge)]
@@ -87,8 +90,9 @@ struct Wide {
 }
 
 /// The last element of a list of shared dicts, as the dict itself.
-fn last_dict(list: &List<Value>) -> Option<Dict> {
-    list.last().and_then(|v| v.downcast_ref::<Dict>().cloned())
+fn last_dict(list: &List<Value>) -> Option<Shared> {
+    list.last()
+        .and_then(|v| v.clone().downcast_arc::<Dict>().ok())
 }
 
 fn random(n: usize, seed: &Mutex<u64>) -> String {
@@ -116,9 +120,8 @@ fn builder(n: usize) -> StateGraph {
         })?;
         graph.add_node("three", |state: WideView| {
             // Reads a dict, so `many` is a one-element list of it.
-            let many = List::from(vec![Value::new(
-                (*state.autoresponse).clone().unwrap_or_default(),
-            )]);
+            let dict = (*state.autoresponse).clone().unwrap_or_default();
+            let many = List::from(vec![Value::from_arc(dict)]);
             let update = WideUpdate::default().relevant_rules(Some(many));
             async move { Ok::<_, NodeError>(update) }
         })?;
@@ -137,9 +140,9 @@ fn builder(n: usize) -> StateGraph {
                 .user_info(single.clone())
                 .crm_info(single.clone())
                 .email_thread_id(Some(random(n, &s)))
-                .slack_participants(single.clone().unwrap_or_default())
+                .slack_participants(single.as_deref().cloned().unwrap_or_default())
                 .bot_id(Some(random(n, &s)))
-                .notified_assignees(single.unwrap_or_default());
+                .notified_assignees(single.as_deref().cloned().unwrap_or_default());
             async move { Ok::<_, NodeError>(update) }
         })?;
         graph.add_node("six", |state: WideView| {

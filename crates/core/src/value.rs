@@ -227,6 +227,10 @@ impl Value {
 
     /// `Some(self)` as a `T` when `T` is `Value` itself.
     fn as_value_type<T: 'static>(&self) -> Option<T> {
+        // Checked first: the clone below costs two atomic operations.
+        if std::any::TypeId::of::<T>() != std::any::TypeId::of::<Value>() {
+            return None;
+        }
         let mut slot = Some(self.clone());
         let any: &mut dyn Any = &mut slot;
         any.downcast_mut::<Option<T>>().and_then(Option::take)
