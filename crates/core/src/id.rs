@@ -52,6 +52,14 @@ impl CheckpointId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The 16 bytes of the id when it is a UUID (every generated id is;
+    /// LangGraph hashes them into task ids), `None` for other text.
+    pub fn uuid_bytes(&self) -> Option<[u8; 16]> {
+        uuid::Uuid::try_parse(&self.0)
+            .ok()
+            .map(|id| id.into_bytes())
+    }
 }
 
 impl fmt::Display for CheckpointId {

@@ -48,10 +48,18 @@ impl StateGraph {
     /// # Errors
     /// What [`StateGraph::validate`] finds.
     pub fn compile_with(&self, options: CompileOptions) -> Result<CompiledStateGraph, GraphError> {
-        self.validate(&[])?;
+        let breakpoints: Vec<&str> = options
+            .interrupt_before
+            .iter()
+            .chain(&options.interrupt_after)
+            .map(String::as_str)
+            .collect();
+        self.validate(&breakpoints)?;
         let mut builder = Pregel::builder()
             .name(options.name.as_deref().unwrap_or("LangGraph"))
-            .debug(options.debug);
+            .debug(options.debug)
+            .interrupt_before(options.interrupt_before.iter().cloned())
+            .interrupt_after(options.interrupt_after.iter().cloned());
         if let Some(cache) = options.cache {
             builder = builder.cache(cache);
         }
@@ -262,6 +270,8 @@ pub struct CompileOptions {
     cache: Option<Arc<dyn NodeCache>>,
     checkpointer: Option<SharedSaver>,
     debug: bool,
+    interrupt_before: Vec<String>,
+    interrupt_after: Vec<String>,
 }
 
 impl CompileOptions {
@@ -308,6 +318,34 @@ impl CompileOptions {
     #[must_use]
     pub fn debug(mut self, debug: bool) -> Self {
         self.debug = debug;
+        self
+    }
+
+    /// Static breakpoints (LangGraph's `interrupt_before=`): runs stop
+    /// before a step that would run one of these nodes (`"*"`: any node) and
+    /// continue from there when resumed with no input
+    /// ([`Input::Resume`](stategraph_pregel::Input::Resume)). Needs a
+    /// checkpointer to resume. Unknown names fail `compile`.
+    #[must_use]
+    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Static breakpoints after nodes (LangGraph's `interrupt_after=`): runs
+    /// stop after a step that ran one of these nodes, once its checkpoint is
+    /// saved.
+    #[must_use]
+    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
         self
     }
 }

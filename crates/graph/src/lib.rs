@@ -24,8 +24,8 @@ pub use state::State;
 pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
-    CachePolicy, Command, Durability, InMemoryCache, NodeError, RunOptions, Send, StateSnapshot,
-    StateValues, StreamMode, TaskContext,
+    CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, NodeError, PregelTask,
+    RunOptions, Send, StateSnapshot, StateValues, StreamMode, TaskContext,
 };
 
 /// The entry pseudo-node.

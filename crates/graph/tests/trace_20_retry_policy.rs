@@ -5,14 +5,12 @@
 //! `ValueError`; a list of policies (the first matching one applies); a
 //! predicate `retry_on`.
 //!
-//! The Python graphs are compiled with an `InMemorySaver`; the ported
-//! observations do not depend on it (each run uses a fresh thread).
-//!
-//! Not ported yet:
-//! - `exhausted_state_tasks` — needs a checkpointer (`get_state().tasks` of
-//!   the failed thread).
-//! - `resume_after_failure` — needs a checkpointer (resuming a failed thread
-//!   with `None` input).
+//! The Python graphs are compiled with an `InMemorySaver`; most
+//! observations do not depend on it (each run uses a fresh thread). Two do:
+//! the failed task's saved error in `get_state().tasks`
+//! (`exhausted_state_tasks`), and resuming a failed thread with no input,
+//! which runs the failed node again with a fresh retry budget
+//! (`resume_after_failure`). Every observation is ported.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -24,12 +22,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
-    CompiledStateGraph, NodeError, NodeSpec, START, Schema, StateGraph, StreamMode,
+    CompileOptions, CompiledStateGraph, NodeError, NodeSpec, START, Schema, StateGraph, StreamMode,
 };
-use stategraph_pregel::{RetryOn, RetryPolicy};
-use support::{assert_trace, catch_invoke, fixture, stream};
+use stategraph_pregel::{Input, RetryOn, RetryPolicy};
+use support::{assert_trace, assert_trace_ids, catch_invoke, fixture, snapshot_json, stream};
 
 fn expected(key: &str) -> Json {
     fixture("20_retry_policy")[key].clone()
@@ -163,4 +162,42 @@ async fn trace_20_predicate() {
         &result_and_attempts(spec, &attempts).await,
         &expected("predicate"),
     );
+}
+
+fn build_saved(spec: NodeSpec) -> CompiledStateGraph {
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    g.add_node_spec("n", spec).unwrap();
+    g.add_edge(START, "n").unwrap();
+    g.compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn trace_20_exhausted_state_tasks() {
+    let attempts = Arc::default();
+    let app = build_saved(
+        flaky("never", 99, "ConnectionError", &attempts).retry(fast(3, RetryOn::Default)),
+    );
+    let cfg = RunnableConfig::thread("b");
+    let failed = catch_invoke(&app, json!({"log": []}), &cfg).await;
+    assert_trace(&failed, &expected("exhausted")["result"]);
+    let state = snapshot_json(&app.get_state(&cfg).await.unwrap());
+    assert_trace_ids(&state["tasks"], &expected("exhausted_state_tasks"));
+}
+
+#[tokio::test]
+async fn trace_20_resume_after_failure() {
+    let attempts = Arc::default();
+    let app = build_saved(
+        flaky("never", 3, "ConnectionError", &attempts).retry(fast(3, RetryOn::Default)),
+    );
+    let cfg = RunnableConfig::thread("g");
+    let first = catch_invoke(&app, json!({"log": []}), &cfg).await;
+    let second = catch_invoke(&app, Input::Resume, &cfg).await;
+    let out = json!({
+        "first": first,
+        "second": second,
+        "attempts_total": attempts.load(Ordering::SeqCst),
+    });
+    assert_trace(&out, &expected("resume_after_failure"));
 }

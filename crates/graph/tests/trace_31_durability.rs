@@ -2,13 +2,10 @@
 //! checkpoint and one per superstep; `exit` saves only the run's last
 //! checkpoint, also when the run fails (README semantics 19). Compared per
 //! mode: the history (`[step, source, next, log]`, newest first) of a
-//! completed run and of a failed run, and the failed run's error.
-//!
-//! Not ported yet:
-//! - `*_at_interrupt`, `*_after_resume` — need `interrupt()` and
-//!   `Command(resume=...)`.
-//! - `*_error_state_tasks` — need pending writes (the failed task's error is
-//!   saved as a write and shown in `get_state().tasks`).
+//! completed run, of a run stopped by an interrupt and then resumed, and of
+//! a failed run; the failed run's error, and its saved error in
+//! `get_state().tasks` (saved with the exit checkpoint in `exit` mode too).
+//! Every observation is ported.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -17,12 +14,12 @@ mod support;
 
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::{InMemorySaver, ListQuery};
-use stategraph_core::RunnableConfig;
+use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, Durability, NodeError, RunOptions, START, Schema,
-    StateGraph,
+    Command, CompileOptions, CompiledStateGraph, Durability, NodeError, RunOptions, START, Schema,
+    StateGraph, TaskContext,
 };
-use support::{assert_trace, catch, fixture};
+use support::{assert_trace, assert_trace_ids, catch, fixture, snapshot_json};
 
 fn expected(key: &str) -> Json {
     fixture("31_durability")[key].clone()
@@ -39,8 +36,13 @@ fn app() -> CompiledStateGraph {
         Ok::<_, NodeError>(json!({"log": ["a"]}))
     })
     .unwrap();
-    g.add_node("b", |_s: Json| async {
-        Ok::<_, NodeError>(json!({"log": ["b"]}))
+    g.add_node("b", |s: Json, ctx: TaskContext| async move {
+        if s["ask"].as_bool().unwrap_or(false) {
+            let answer = ctx.interrupt("ok?")?.to_json()?;
+            let answer = answer.as_str().unwrap_or_default().to_owned();
+            return Ok::<_, NodeError>(json!({"log": [format!("b:{answer}")]}));
+        }
+        Ok(json!({"log": ["b"]}))
     })
     .unwrap();
     g.add_node("c", |s: Json| async move {
@@ -97,6 +99,23 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
             &expected(&format!("{name}_complete")),
         );
 
+        let config = RunnableConfig::thread(format!("int-{name}"));
+        app.invoke_with(json!({"log": [], "ask": true}), &config, options.clone())
+            .await
+            .unwrap();
+        assert_trace(
+            &summary(&app, &config).await,
+            &expected(&format!("{name}_at_interrupt")),
+        );
+        let resume = Command::new().resume(Value::from_json(json!("yes")));
+        app.invoke_with(resume, &config, options.clone())
+            .await
+            .unwrap();
+        assert_trace(
+            &summary(&app, &config).await,
+            &expected(&format!("{name}_after_resume")),
+        );
+
         let config = RunnableConfig::thread(format!("err-{name}"));
         let error = catch(
             app.invoke_with(json!({"log": [], "fail": true}), &config, options)
@@ -107,5 +126,7 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
             &summary(&app, &config).await,
             &expected(&format!("{name}_error_history")),
         );
+        let tasks = snapshot_json(&app.get_state(&config).await.unwrap())["tasks"].clone();
+        assert_trace_ids(&tasks, &expected(&format!("{name}_error_state_tasks")));
     }
 }

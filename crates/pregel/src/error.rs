@@ -45,10 +45,51 @@ impl NodeError {
         self.source.as_deref()
     }
 
-    /// `Class('message')`, the form LangGraph stores for a failed task.
-    pub fn repr(&self) -> String {
-        format!("{}({:?})", self.class, self.message)
+    /// The interrupt this error carries, when the node returned the
+    /// [`Interrupted`](crate::Interrupted) of `TaskContext::interrupt`.
+    pub fn interrupt(&self) -> Option<&crate::Interrupt> {
+        self.source
+            .as_deref()
+            .and_then(|source| source.downcast_ref::<crate::Interrupted>())
+            .map(|interrupted| &interrupted.0)
     }
+
+    /// `Class('message')`, the form LangGraph stores for a failed task (the
+    /// message quoted as Python's `repr` quotes a string).
+    pub fn repr(&self) -> String {
+        format!("{}({})", self.class, python_repr(&self.message))
+    }
+}
+
+/// Python's `repr` of a string: single quotes unless the text has single
+/// quotes and no double ones, backslash escapes for the quote, backslashes
+/// and control characters.
+fn python_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for NodeError {
@@ -171,5 +212,19 @@ impl PregelError {
             Self::Checkpoint(_) => "CheckpointError",
             Self::MissingThreadId | Self::NoCheckpointer => "ValueError",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_quotes_like_python() {
+        let repr = |m: &str| NodeError::new("ValueError", m).repr();
+        assert_eq!(repr("boom"), "ValueError('boom')");
+        assert_eq!(repr("it's"), "ValueError(\"it's\")");
+        assert_eq!(repr("both ' and \""), "ValueError('both \\' and \"')");
+        assert_eq!(repr("a\nb\\c"), "ValueError('a\\nb\\\\c')");
     }
 }

@@ -108,6 +108,9 @@ pub(crate) struct PregelInner {
     pub(crate) name: String,
     // LangGraph's `debug`: every run prints its `updates` and `values` chunks.
     pub(crate) debug: bool,
+    // Compile-time static breakpoints (node names; `*` = every node).
+    pub(crate) interrupt_before: Vec<String>,
+    pub(crate) interrupt_after: Vec<String>,
 }
 
 /// A compiled graph ready to run: LangGraph's `Pregel`.
@@ -165,6 +168,8 @@ pub struct PregelBuilder {
     stream: Option<IoSpec>,
     name: Option<String>,
     debug: bool,
+    interrupt_before: Vec<String>,
+    interrupt_after: Vec<String>,
 }
 
 /// Input or output channels by name.
@@ -338,6 +343,34 @@ impl PregelBuilder {
         self
     }
 
+    /// Static breakpoints (LangGraph's `interrupt_before`): a run stops
+    /// before a step that would run one of these nodes (`"*"`: any node),
+    /// and resumes from there with [`Input::Resume`](crate::Input::Resume).
+    /// A run's own list ([`RunOptions::interrupt_before`](crate::RunOptions::interrupt_before))
+    /// replaces this one.
+    #[must_use]
+    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Static breakpoints after these nodes (LangGraph's `interrupt_after`):
+    /// a run stops after a step that ran one of them, once its checkpoint is
+    /// saved.
+    #[must_use]
+    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
     fn resolve(&self, spec: &IoSpec) -> Result<IoChannels> {
         Ok(match spec {
             IoSpec::One(name) => IoChannels::One(self.channel_id(name)?),
@@ -359,6 +392,13 @@ impl PregelBuilder {
             Some(id) => id,
             None => self.add_channel(names::TASKS, Topic::<Send>::new())?,
         };
+        for node in self.interrupt_before.iter().chain(&self.interrupt_after) {
+            if node != "*" && !self.node_positions.contains_key(node.as_str()) {
+                return Err(PregelError::InvalidGraph(format!(
+                    "interrupt node {node:?} is not a node of the graph"
+                )));
+            }
+        }
         let input = self.resolve(self.input.as_ref().ok_or_else(|| {
             PregelError::InvalidGraph("the graph has no input channels".into())
         })?)?;
@@ -464,6 +504,8 @@ impl PregelBuilder {
                 checkpointer: self.checkpointer.take(),
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
                 debug: self.debug,
+                interrupt_before: self.interrupt_before,
+                interrupt_after: self.interrupt_after,
             }),
         })
     }

@@ -15,14 +15,17 @@ pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
-    FreshReader, NodeFn, NodeOutput, PregelNode, Reads, RunOptions, StateValues, TaskContext,
-    WriteContext, Writer, node_fn,
+    FreshReader, Interrupted, NodeFn, NodeOutput, PregelNode, Reads, RunOptions, StateValues,
+    TaskContext, WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{
-    DEFAULT_RECURSION_LIMIT, Durability, Input, NodeUpdate, RunStream, StateSnapshot, UpdatePayload,
+    DEFAULT_RECURSION_LIMIT, Durability, Input, NodeUpdate, PregelTask, RunStream, StateSnapshot,
+    UpdatePayload,
 };
-pub use types::{Command, CommandGraph, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
+pub use types::{
+    Command, CommandGraph, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names,
+};
 
 /// Index of a channel in a compiled graph.
 pub type ChannelId = usize;

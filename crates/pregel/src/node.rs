@@ -398,16 +398,61 @@ impl TaskIdSeed {
                 bytes.extend_from_slice(&idx.to_le_bytes());
             }
         }
-        let hex = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..]
-        )
+        uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
     }
+}
+
+/// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits).
+fn uuid_shaped(hash: u128) -> String {
+    let hex = format!("{hash:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// What distinguishes tasks of one node in one step.
+pub(crate) enum TaskIdPath<'a> {
+    /// Triggered by channels: the node's trigger channel names, sorted.
+    Pull(&'a [&'a str]),
+    /// Created by the `Send` at this index.
+    Push(usize),
+}
+
+/// LangGraph's task id in a run with a checkpointer: xxh3-128 of the bytes
+/// of the checkpoint the step started from, then (without separators) the
+/// task's namespace (the node name at the root), the step, the node name,
+/// the path kind and the triggers or `Send` index; written like a UUID.
+/// A resumed run gives its tasks the ids they had, so saved writes find
+/// their task again.
+pub(crate) fn checkpoint_task_id(
+    checkpoint: &[u8; 16],
+    step: i64,
+    node: &str,
+    path: TaskIdPath<'_>,
+) -> String {
+    let mut bytes = Vec::with_capacity(96);
+    bytes.extend_from_slice(checkpoint);
+    bytes.extend_from_slice(node.as_bytes());
+    bytes.extend_from_slice(step.to_string().as_bytes());
+    bytes.extend_from_slice(node.as_bytes());
+    match path {
+        TaskIdPath::Pull(triggers) => {
+            bytes.extend_from_slice(crate::names::PULL.as_bytes());
+            for trigger in triggers {
+                bytes.extend_from_slice(trigger.as_bytes());
+            }
+        }
+        TaskIdPath::Push(index) => {
+            bytes.extend_from_slice(crate::names::PUSH.as_bytes());
+            bytes.extend_from_slice(index.to_string().as_bytes());
+        }
+    }
+    uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
 }
 
 /// What a node function can see and do besides its input: its name, the
@@ -421,6 +466,91 @@ pub struct TaskContext {
     pub(crate) step: i64,
     pub(crate) push: Option<usize>,
     pub(crate) remaining_steps: i64,
+    // Set in runs with a checkpointer: the task's id and interrupt answers.
+    pub(crate) pad: Option<Arc<Scratchpad>>,
+}
+
+/// The error [`TaskContext::interrupt`] returns to pause the run: return it
+/// from the node (with `?`) and the run stops after the current step, showing
+/// the interrupt; resuming with `Command::resume` runs the node again from
+/// the start, and this time `interrupt` returns the answer.
+///
+/// It converts into [`NodeError`] like any error; the runtime recognises it
+/// there. An interrupt is never retried.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interrupted(pub crate::Interrupt);
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = self
+            .0
+            .value
+            .to_json()
+            .map_or_else(|_| self.0.value.type_name().to_owned(), |j| j.to_string());
+        write!(f, "interrupted ({}): {shown}", self.0.id)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// A task's interrupt bookkeeping (LangGraph's scratchpad): its id, the
+/// answers it has been given so far, and how many interrupts it has reached
+/// in the current attempt.
+pub(crate) struct Scratchpad {
+    pub(crate) task_id: Arc<str>,
+    // `node:task_id`, what interrupt ids are hashed from.
+    namespace: String,
+    answers: Mutex<Vec<Value>>,
+    reached: std::sync::atomic::AtomicUsize,
+}
+
+impl Scratchpad {
+    pub(crate) fn new(node: &str, task_id: Arc<str>, answers: Vec<Value>) -> Self {
+        Self {
+            namespace: format!("{node}:{task_id}"),
+            task_id,
+            answers: Mutex::new(answers),
+            reached: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn answers(&self) -> std::sync::MutexGuard<'_, Vec<Value>> {
+        self.answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The answers given so far, in the order the interrupts were reached.
+    pub(crate) fn answered(&self) -> Vec<Value> {
+        self.answers().clone()
+    }
+
+    /// Records the answer a resume map gives the next unanswered interrupt.
+    pub(crate) fn answer_from(&self, map: &serde_json::Map<String, serde_json::Value>) {
+        let mut answers = self.answers();
+        let next = crate::Interrupt::id_for(&self.namespace, answers.len());
+        if let Some(answer) = map.get(&next) {
+            answers.push(Value::from_json(answer.clone()));
+        }
+    }
+
+    fn interrupt(&self, value: Value, run: &RunInfo) -> Result<Value, Interrupted> {
+        let index = self
+            .reached
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut answers = self.answers();
+        if let Some(answer) = answers.get(index) {
+            return Ok(answer.clone());
+        }
+        if let Some(answer) = run.take_resume() {
+            answers.push(answer.clone());
+            return Ok(answer);
+        }
+        Err(Interrupted(crate::Interrupt {
+            value,
+            id: crate::Interrupt::id_for(&self.namespace, answers.len()),
+        }))
+    }
 }
 
 /// What every task of a run shares.
@@ -436,9 +566,42 @@ pub(crate) struct RunInfo {
     pub(crate) subgraphs: bool,
     /// Whether this run is a subgraph of another run.
     pub(crate) child: bool,
+    /// The single answer of a `Command { resume }`, taken by the first
+    /// interrupt that has no answer of its own.
+    pub(crate) resume: Mutex<Option<Value>>,
+    /// The interrupts the run stopped on (what `invoke` reports).
+    pub(crate) interrupts: Mutex<Vec<crate::Interrupt>>,
 }
 
 impl RunInfo {
+    pub(crate) fn take_resume(&self) -> Option<Value> {
+        self.resume
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    pub(crate) fn set_resume(&self, value: Option<Value>) {
+        *self
+            .resume
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+    }
+
+    pub(crate) fn record_interrupts(&self, found: &[crate::Interrupt]) {
+        self.interrupts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend_from_slice(found);
+    }
+
+    pub(crate) fn interrupts(&self) -> Vec<crate::Interrupt> {
+        self.interrupts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
     /// The sinks a chunk of this run goes to.
     pub(crate) fn sinks(&self) -> impl Iterator<Item = &Sink> {
         std::iter::once(&self.sink).chain(self.forward.as_ref())
@@ -471,6 +634,8 @@ pub struct RunOptions {
     pub(crate) nested: bool,
     pub(crate) durability: crate::Durability,
     pub(crate) print: StreamModes,
+    pub(crate) interrupt_before: Option<Vec<String>>,
+    pub(crate) interrupt_after: Option<Vec<String>>,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -532,6 +697,30 @@ impl RunOptions {
         self.print = modes.into();
         self
     }
+
+    /// Static breakpoints for this run (LangGraph's per-run
+    /// `interrupt_before`; `"*"`: any node), in place of the graph's.
+    #[must_use]
+    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_before = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Static breakpoints after nodes for this run (LangGraph's per-run
+    /// `interrupt_after`), in place of the graph's.
+    #[must_use]
+    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_after = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
 }
 
 impl TaskContext {
@@ -545,15 +734,49 @@ impl TaskContext {
         self.step
     }
 
-    /// The task id (deterministic for the run, step and task path; computed
-    /// on each call, as most tasks never need it).
+    /// The task id. In a run with a checkpointer it is LangGraph's: derived
+    /// from the checkpoint the step started from, the step, the node and the
+    /// task path, so a resumed run gives the task the same id. Otherwise it
+    /// is derived from the run (computed on each call, as most tasks never
+    /// need it).
     pub fn task_id(&self) -> String {
+        if let Some(pad) = &self.pad {
+            return pad.task_id.to_string();
+        }
         TaskIdSeed {
             run: self.run.seed,
             step: self.step,
             push: self.push,
         }
         .task_id(&self.node)
+    }
+
+    /// Pauses the run for human input (LangGraph's `interrupt(value)`).
+    ///
+    /// The first time, returns [`Interrupted`]: return it from the node
+    /// (`ctx.interrupt(..)?`) and the run stops after this step, showing the
+    /// interrupt in `updates` and `values` chunks and in `invoke`'s result.
+    /// Resuming the thread with `Command::resume(answer)` (or
+    /// `Command::resume_by_id`) runs the node again from the start; this call
+    /// then returns the answer. A node may interrupt several times: answers
+    /// are replayed in call order, so keep the calls in a fixed order.
+    ///
+    /// Without a checkpointer the run still stops, but cannot be resumed.
+    ///
+    /// # Errors
+    /// [`Interrupted`] while the interrupt has no answer.
+    pub fn interrupt(
+        &self,
+        value: impl Serialize + Send + Sync + 'static,
+    ) -> Result<Value, Interrupted> {
+        let value = Value::new(value);
+        match &self.pad {
+            Some(pad) => pad.interrupt(value, &self.run),
+            None => Err(Interrupted(crate::Interrupt {
+                value,
+                id: crate::Interrupt::id_for(&format!("{}:{}", self.node, self.task_id()), 0),
+            })),
+        }
     }
 
     /// The run configuration.
@@ -609,6 +832,8 @@ impl TaskContext {
             nested: true,
             // The root stream prints forwarded chunks.
             print: StreamModes::NONE,
+            interrupt_before: None,
+            interrupt_after: None,
             durability: crate::Durability::default(),
             context: self.run.context.clone(),
             subgraphs: self.run.subgraphs,

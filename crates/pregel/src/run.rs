@@ -16,6 +16,7 @@ use std::task::{Context, Poll};
 
 use crate::run_channels::RunChannels;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::Serialize;
 use stategraph_checkpoint::{ChannelVersion, CheckpointSource};
@@ -24,16 +25,16 @@ use stategraph_core::{RunnableConfig, Value};
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, Reads, RunInfo, RunOptions, Sink, StateValues, TaskContext,
-    WriteContext,
+    FreshReader, NodeOutput, Reads, RunInfo, RunOptions, Scratchpad, Sink, StateValues,
+    TaskContext, WriteContext,
 };
 use crate::retry;
-use crate::types::{Command, Goto, Send, StreamChunk, StreamMode, StreamModes, names};
+use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names};
 use crate::{ChannelId, NodeId};
 
 mod persist;
 
-pub use persist::{Durability, StateSnapshot};
+pub use persist::{Durability, PregelTask, StateSnapshot};
 
 /// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).
 pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
@@ -134,13 +135,34 @@ impl Pregel {
         while let Some(chunk) = stream.next().await {
             latest = Some(chunk?.data);
         }
-        Ok(latest.unwrap_or_else(Value::null))
+        let latest = latest.unwrap_or_else(Value::null);
+        let interrupts = stream.interrupts();
+        if interrupts.is_empty() {
+            return Ok(latest);
+        }
+        // As LangGraph's `invoke`: the state with every interrupt of the run
+        // under `__interrupt__` (the last `values` chunk already has the
+        // last task's interrupts; they are replaced by all of them).
+        let mut pairs: Vec<(Arc<str>, Value)> = latest
+            .downcast_ref::<StateValues>()
+            .map(|values| {
+                values
+                    .pairs()
+                    .iter()
+                    .filter(|(key, _)| &**key != names::INTERRUPT)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        pairs.push((Arc::from(names::INTERRUPT), Value::new(interrupts)));
+        Ok(Value::new(StateValues::new(pairs)))
     }
 }
 
 /// The stream of a run: chunks in order, then the run's error if it failed.
 pub struct RunStream {
     run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
+    info: Arc<RunInfo>,
     queue: Arc<Mutex<VecDeque<StreamChunk>>>,
     error: Option<PregelError>,
     // The modes the caller asked for, and those printed (see `RunOptions::print_modes`).
@@ -187,15 +209,32 @@ impl RunStream {
             context: options.context,
             subgraphs: options.subgraphs,
             child,
+            resume: std::sync::Mutex::new(None),
+            interrupts: std::sync::Mutex::new(Vec::new()),
         };
-        let run = Loop::new(graph, run_info).run(input, durability);
+        let before = options
+            .interrupt_before
+            .unwrap_or_else(|| graph.interrupt_before.clone());
+        let after = options
+            .interrupt_after
+            .unwrap_or_else(|| graph.interrupt_after.clone());
+        let run_loop = Loop::new(graph, run_info);
+        let info = run_loop.run.clone();
+        let run = run_loop.run(input, durability, [before, after]);
         Self {
             run: Some(Box::pin(run)),
+            info,
             queue,
             error: None,
             streamed: modes,
             printed,
         }
+    }
+
+    /// The interrupts the run stopped on so far (all of them once the
+    /// stream has ended), in the order the tasks interrupted.
+    pub fn interrupts(&self) -> Vec<Interrupt> {
+        self.info.interrupts()
     }
 
     /// The next chunk to hand out (chunks only printed are printed here).
@@ -295,6 +334,7 @@ impl Task {
             input: Value::null(),
             writes,
             cached: false,
+            pad: None,
         }
     }
 }
@@ -304,8 +344,11 @@ struct Task {
     path: TaskPath,
     input: Value,
     writes: Vec<(ChannelId, Value)>,
-    // Set when the writes came from the node cache instead of a run.
+    // Set when the writes came from the node cache or from the pending
+    // writes of a resumed checkpoint instead of a run.
     cached: bool,
+    // Set in runs with a checkpointer: the task's id and interrupt answers.
+    pad: Option<Arc<Scratchpad>>,
 }
 
 /// One run's mutable state.
@@ -341,6 +384,51 @@ struct Loop {
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
     // Set when the graph has a checkpointer (root runs only).
     persist: Option<Box<persist::Persist>>,
+    // The pending writes of the checkpoint a run resumes, for its first step.
+    resumed: Option<persist::Resumed>,
+    // Static breakpoints, and per channel the version they last saw
+    // (LangGraph's `versions_seen["__interrupt__"]`): a breakpoint fires only
+    // when some channel changed since the run last stopped or resumed.
+    before: Breakpoints,
+    after: Breakpoints,
+    interrupt_seen: Vec<Option<ChannelVersion>>,
+}
+
+/// The nodes a static breakpoint stops at.
+#[derive(Default)]
+struct Breakpoints {
+    // `"*"`: every node that is not hidden.
+    all: bool,
+    nodes: Vec<NodeId>,
+}
+
+impl Breakpoints {
+    fn resolve(graph: &PregelInner, names: &[String]) -> Result<Self> {
+        let mut points = Self::default();
+        for name in names {
+            if name == "*" {
+                points.all = true;
+                continue;
+            }
+            match graph.shape.node_id(name) {
+                Some(node) => points.nodes.push(node),
+                None => {
+                    return Err(PregelError::InvalidGraph(format!(
+                        "interrupt node {name:?} is not a node of the graph"
+                    )));
+                }
+            }
+        }
+        Ok(points)
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.all && self.nodes.is_empty()
+    }
+
+    fn matches(&self, graph: &PregelInner, node: NodeId) -> bool {
+        (self.all && !graph.nodes[node].hidden) || self.nodes.contains(&node)
+    }
 }
 
 impl Loop {
@@ -374,11 +462,22 @@ impl Loop {
             updated_buf: Vec::new(),
             write_pool: std::cell::RefCell::new(Vec::new()),
             persist: None,
+            resumed: None,
+            before: Breakpoints::default(),
+            after: Breakpoints::default(),
+            interrupt_seen: vec![None; count],
             graph,
         }
     }
 
-    async fn run(mut self, input: Input, durability: Durability) -> Result<()> {
+    async fn run(
+        mut self,
+        input: Input,
+        durability: Durability,
+        [before, after]: [Vec<String>; 2],
+    ) -> Result<()> {
+        self.before = Breakpoints::resolve(&self.graph, &before)?;
+        self.after = Breakpoints::resolve(&self.graph, &after)?;
         let nested = self.run.child;
         // Subgraph runs do not checkpoint yet (no namespaces).
         let saver = self.graph.checkpointer.clone().filter(|_| !nested);
@@ -420,14 +519,35 @@ impl Loop {
             if tasks.is_empty() {
                 return Ok(());
             }
-            match self.persist.as_mut().and_then(|p| p.take_pending()) {
-                None => self.execute(&mut tasks).await?,
-                // The previous checkpoint's put runs alongside this step.
-                Some(put) => {
-                    let (ran, saved) = futures::join!(self.execute(&mut tasks), put);
-                    saved?;
-                    ran?;
+            if self.persist.is_some() {
+                self.identify(&mut tasks);
+                self.reattach(&mut tasks)?;
+            }
+            if self.breakpoint(&self.before, tasks.iter().map(|t| t.node)) {
+                self.stop_at_breakpoint();
+                return Ok(());
+            }
+            self.start_tasks(&mut tasks);
+            // The previous checkpoint's put runs alongside this step.
+            let put = self.persist.as_mut().and_then(|p| p.take_pending());
+            let interrupted = self.execute(&mut tasks, put).await?;
+            // A resume answer is for the first step after the resume only.
+            self.run.set_resume(None);
+            if interrupted {
+                // LangGraph shows the run's output with the writes of the
+                // step's finished tasks applied; nothing new is saved, so a
+                // resume starts the step again from its checkpoint.
+                if self.persist.is_some() {
+                    self.freeze_exit_checkpoint();
                 }
+                self.forget_inputs_of_written(&tasks);
+                let updated = self.apply_writes(&mut tasks)?;
+                self.emit_values(&updated);
+                return Ok(());
+            }
+            if let Some(persist) = self.persist.as_mut() {
+                // The step completes: its writes are in the next checkpoint.
+                persist.defer(Vec::new());
             }
             // Recycle the last step's list for the next one.
             self.updated_buf = std::mem::take(&mut updated);
@@ -439,6 +559,7 @@ impl Loop {
             }
             self.forget_inputs_of_written(&tasks);
             updated = self.apply_writes(&mut tasks)?;
+            let stop_after = self.breakpoint(&self.after, tasks.iter().map(|t| t.node));
             tasks.clear();
             self.task_buf = tasks;
             self.emit_values(&updated);
@@ -446,10 +567,35 @@ impl Loop {
                 self.save(CheckpointSource::Loop, &updated).await?;
             }
             self.step += 1;
+            if stop_after {
+                self.stop_at_breakpoint();
+                return Ok(());
+            }
             if self.run.sinks().any(Sink::has_pending) {
                 YieldNow(false).await;
             }
         }
+    }
+
+    /// Whether a static breakpoint stops the run at tasks of these nodes:
+    /// one of them is a breakpoint node and some channel changed since the
+    /// run last stopped or resumed (LangGraph's `should_interrupt`).
+    fn breakpoint(&self, points: &Breakpoints, mut nodes: impl Iterator<Item = NodeId>) -> bool {
+        if points.is_empty() {
+            return false;
+        }
+        let changed = self
+            .versions
+            .iter()
+            .zip(&self.interrupt_seen)
+            .any(|(version, seen)| version.is_some() && version > seen);
+        changed && nodes.any(|node| points.matches(&self.graph, node))
+    }
+
+    /// Stops the run at a static breakpoint: `{"__interrupt__": []}` in
+    /// `updates` (nothing in `values`; `invoke` returns the plain state).
+    fn stop_at_breakpoint(&self) {
+        self.emit_interrupts(&Value::new(Vec::<Interrupt>::new()), false);
     }
 
     fn next_version(&self) -> ChannelVersion {
@@ -611,6 +757,7 @@ impl Loop {
                         input: send.arg.clone(),
                         writes: Vec::new(),
                         cached: false,
+                        pad: None,
                     }),
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
@@ -647,6 +794,7 @@ impl Loop {
                 input,
                 writes: Vec::new(),
                 cached: false,
+                pad: None,
             });
         }
         self.candidate_buf = candidates;
@@ -711,40 +859,77 @@ impl Loop {
                 TaskPath::Push(idx) => Some(idx),
             },
             remaining_steps: self.stop - self.step,
+            pad: task.pad.clone(),
         }
     }
 
-    async fn execute(&mut self, tasks: &mut [Task]) -> Result<()> {
-        let graph = self.graph.clone();
+    /// Runs a step's tasks. With a checkpointer, the previous checkpoint's
+    /// put (`put`, async durability) and the writes of each task, saved as
+    /// it finishes, go through one ordered pipeline beside the tasks.
+    /// Returns whether a task interrupted.
+    async fn execute(
+        &mut self,
+        tasks: &mut [Task],
+        put: Option<BoxFuture<'static, Result<()>>>,
+    ) -> Result<bool> {
+        let Some(target) = self.persist.as_ref().map(|p| p.writes_target()) else {
+            return self.run_tasks(tasks, None).await;
+        };
+        let (sender, pipeline) = persist::save_pipeline(put, target);
+        let (ran, saved) = futures::join!(self.run_tasks(tasks, Some(sender)), pipeline);
+        match saved {
+            Ok(kept) => {
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.defer(kept);
+                }
+            }
+            // The run's own error wins over a saving error.
+            Err(err) => {
+                ran?;
+                return Err(err);
+            }
+        }
+        ran
+    }
+
+    /// Announces a step's tasks (`tasks`/`debug` chunks) and takes cached
+    /// writes from the node cache.
+    fn start_tasks(&self, tasks: &mut [Task]) {
         if self.wants_task_events() {
             for task in tasks.iter() {
                 self.emit_task_start(task);
             }
         }
-        if graph.cache.is_some() {
-            for task in tasks.iter_mut() {
+        if self.graph.cache.is_some() {
+            for task in tasks.iter_mut().filter(|task| !task.cached) {
                 self.use_cached_writes(task);
             }
         }
+    }
+
+    async fn run_tasks(&mut self, tasks: &mut [Task], saves: Option<WriteSender>) -> Result<bool> {
+        let graph = self.graph.clone();
+        let saves = saves.as_ref();
         if let [task] = tasks {
             if task.cached {
-                return Ok(());
+                return Ok(false);
             }
             let node = &graph.nodes[task.node];
-            let output = match &node.func {
-                Some(func) => run_with_retry(
-                    func,
-                    task.input.clone(),
-                    self.task_context(task),
-                    &node.retry,
-                )
-                .await
-                .map_err(|error| self.task_failed(task, error))?,
-                None => passthrough(&task.input),
+            let result = match &node.func {
+                Some(func) => {
+                    run_with_retry(
+                        func,
+                        task.input.clone(),
+                        self.task_context(task),
+                        &node.retry,
+                    )
+                    .await
+                }
+                None => Ok(passthrough(&task.input)),
             };
-            self.finish_task(task, &output)?;
-            return Ok(());
+            return self.commit(task, result, saves);
         }
+        let mut interrupted = false;
         let mut running = FuturesUnordered::new();
         for (index, task) in tasks.iter_mut().enumerate() {
             if task.cached {
@@ -764,15 +949,100 @@ impl Loop {
                 }
                 None => {
                     let output = passthrough(&task.input);
-                    self.finish_task(task, &output)?;
+                    interrupted |= self.commit(task, Ok(output), saves)?;
                 }
             }
         }
         while let Some((index, result)) = running.next().await {
-            let output = result.map_err(|error| self.task_failed(&tasks[index], error))?;
-            self.finish_task(&mut tasks[index], &output)?;
+            interrupted |= self.commit(&mut tasks[index], result, saves)?;
         }
-        Ok(())
+        Ok(interrupted)
+    }
+
+    /// Takes a finished task's result: its writes (streamed, and saved with
+    /// a checkpointer), its interrupt, or its error. Returns whether it
+    /// interrupted; an error fails the run.
+    fn commit(
+        &self,
+        task: &mut Task,
+        result: std::result::Result<NodeOutput, NodeError>,
+        saves: Option<&WriteSender>,
+    ) -> Result<bool> {
+        match result {
+            Ok(output) => {
+                self.finish_task(task, &output)?;
+                if let Some(saves) = saves {
+                    self.save_writes(saves, task);
+                }
+                Ok(false)
+            }
+            Err(error) => {
+                if let Some(interrupt) = error.interrupt() {
+                    let interrupt = interrupt.clone();
+                    if let Some(saves) = saves {
+                        self.save_interrupt(saves, task, &interrupt);
+                    }
+                    self.emit_interrupt(task, interrupt);
+                    return Ok(true);
+                }
+                if let Some(saves) = saves {
+                    self.save_error(saves, task, &error);
+                }
+                Err(self.task_failed(task, error))
+            }
+        }
+    }
+
+    /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
+    /// the state with the same key in `values`, the `tasks` result.
+    fn emit_interrupt(&self, task: &Task, interrupt: Interrupt) {
+        self.run.record_interrupts(std::slice::from_ref(&interrupt));
+        if self.graph.nodes[task.node].hidden {
+            return;
+        }
+        if self.wants_task_events() {
+            let id = self.task_id(task);
+            let name = self.graph.shape.node_name(task.node).clone();
+            let shown = Value::new(interrupt.clone());
+            self.emit_task_event("task_result", |_| TaskResult {
+                id: id.clone(),
+                name: name.clone(),
+                error: None,
+                result: StateValues::default(),
+                interrupts: vec![shown.clone()],
+            });
+        }
+        self.emit_interrupts(&Value::new(vec![interrupt]), true);
+    }
+
+    /// `{"__interrupt__": interrupts}` to `updates`, and (with `values`) the
+    /// state with that key added to `values` (only the key for a single
+    /// stream channel).
+    fn emit_interrupts(&self, interrupts: &Value, values: bool) {
+        for sink in self.run.sinks() {
+            if sink.wants(StreamMode::Updates) {
+                sink.push(
+                    StreamMode::Updates,
+                    Value::new(NodeUpdate {
+                        node: Arc::from(names::INTERRUPT),
+                        update: UpdatePayload::Value(interrupts.clone()),
+                        cached: false,
+                    }),
+                );
+            }
+            if values && sink.wants(StreamMode::Values) {
+                let mut pairs = match &sink.shown {
+                    IoChannels::One(_) => Vec::new(),
+                    IoChannels::Many(_) => self
+                        .values_of(&sink.shown)
+                        .downcast_ref::<StateValues>()
+                        .map(|values| values.pairs().to_vec())
+                        .unwrap_or_default(),
+                };
+                pairs.push((Arc::from(names::INTERRUPT), interrupts.clone()));
+                sink.push(StreamMode::Values, Value::new(StateValues::new(pairs)));
+            }
+        }
     }
 
     /// The cache namespace and key of a task, when its node and the graph cache.
@@ -845,6 +1115,9 @@ impl Loop {
     }
 
     fn task_id(&self, task: &Task) -> String {
+        if let Some(pad) = &task.pad {
+            return pad.task_id.to_string();
+        }
         crate::node::TaskIdSeed {
             run: self.run.seed,
             step: self.step,
@@ -1314,6 +1587,9 @@ async fn run_with_retry(
                 NodeError::new("Panic", message)
             }
         };
+        if error.interrupt().is_some() {
+            return Err(error);
+        }
         let Some(policy) = retry::matching(policies, &error) else {
             return Err(error);
         };
@@ -1350,6 +1626,10 @@ struct TaskResult {
     result: StateValues,
     interrupts: Vec<Value>,
 }
+
+/// Where a run's tasks send their writes to be saved: task id, task path,
+/// `(channel, value)` pairs.
+pub(crate) type WriteSender = futures::channel::mpsc::UnboundedSender<persist::TaskWrites>;
 
 /// A `debug` chunk: a task event with its step and time.
 #[derive(Clone, Debug, Serialize)]

@@ -18,6 +18,17 @@ pub mod names {
     pub const PULL: &str = "__pregel_pull";
     /// Task path prefix of tasks created by `Send`.
     pub const PUSH: &str = "__pregel_push";
+    /// The pending-write channel of a task's interrupts, and the key of
+    /// interrupts in `updates` and `values` chunks.
+    pub const INTERRUPT: &str = "__interrupt__";
+    /// The pending-write channel of the answers a task consumed.
+    pub const RESUME: &str = "__resume__";
+    /// The pending-write channel of a failed task's error.
+    pub const ERROR: &str = "__error__";
+    /// The pending write of a task that finished without writing anything.
+    pub const NO_WRITES: &str = "__no_writes__";
+    /// The task id of writes that belong to no task (a run's input command).
+    pub const NULL_TASK_ID: &str = "00000000-0000-0000-0000-000000000000";
     /// The trigger channel of a node: `branch:to:{node}`.
     pub fn branch_to(node: &str) -> String {
         format!("branch:to:{node}")
@@ -135,11 +146,62 @@ impl Command {
         self
     }
 
-    /// Sets a resume value.
+    /// Sets a resume value: the answer of the one pending interrupt
+    /// (LangGraph's `Command(resume=value)`).
     #[must_use]
     pub fn resume(mut self, value: Value) -> Self {
         self.resume = Some(value);
         self
+    }
+
+    /// Answers pending interrupts by id (LangGraph's
+    /// `Command(resume={id: value, ...})`), for when several are pending.
+    #[must_use]
+    pub fn resume_by_id<I, K>(mut self, answers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, Value)>,
+        K: Into<String>,
+    {
+        let map: serde_json::Map<String, serde_json::Value> = answers
+            .into_iter()
+            .map(|(id, value)| {
+                let value = value.to_json().unwrap_or(serde_json::Value::Null);
+                (id.into(), value)
+            })
+            .collect();
+        self.resume = Some(Value::from_json(serde_json::Value::Object(map)));
+        self
+    }
+}
+
+/// A pause requested by a node through
+/// [`TaskContext::interrupt`](crate::TaskContext::interrupt): the value shown
+/// to whoever resumes the run, and a stable id to answer it by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// What the node asked.
+    pub value: Value,
+    /// The interrupt's id: 32 hex digits, the same every time the task
+    /// reaches this interrupt.
+    pub id: String,
+}
+
+impl Interrupt {
+    /// LangGraph's interrupt id: xxh3-128 of the task's namespace
+    /// (`node:task_id`), with `|n` appended for the interrupt that follows
+    /// `n` answered ones in the same task.
+    pub(crate) fn id_for(task_namespace: &str, answered: usize) -> String {
+        let hash = if answered == 0 {
+            xxhash_rust::xxh3::xxh3_128(task_namespace.as_bytes())
+        } else {
+            xxhash_rust::xxh3::xxh3_128(format!("{task_namespace}|{answered}").as_bytes())
+        };
+        format!("{hash:032x}")
+    }
+
+    /// Whether `key` has the shape of an interrupt id (32 lowercase hex digits).
+    pub(crate) fn is_id(key: &str) -> bool {
+        key.len() == 32 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     }
 }
 

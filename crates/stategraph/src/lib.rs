@@ -38,6 +38,7 @@ pub mod prelude {
         Schema, State, StateGraph, StateSnapshot,
     };
     pub use stategraph_pregel::{
-        Command, NodeError, RetryPolicy, Send, StateValues, StreamMode, TaskContext,
+        Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
+        TaskContext,
     };
 }

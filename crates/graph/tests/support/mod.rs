@@ -537,3 +537,83 @@ fn ids_in(s: &str) -> Vec<String> {
     }
     ids
 }
+
+/// Our JSON with interrupts encoded as `_common.py` encodes them: every
+/// item of an `__interrupt__` list (and of a task's `interrupts`) becomes
+/// `{"$interrupt": {"value", "id"}}`.
+pub(crate) fn py_interrupts(value: &Json) -> Json {
+    let wrap = |items: &Json| match items {
+        Json::Array(items) => Json::Array(
+            items
+                .iter()
+                .map(|item| json!({"$interrupt": py_interrupts(item)}))
+                .collect(),
+        ),
+        other => py_interrupts(other),
+    };
+    match value {
+        Json::Object(map) => Json::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    let item = if key == "__interrupt__" || key == "interrupts" {
+                        wrap(item)
+                    } else {
+                        py_interrupts(item)
+                    };
+                    (key.clone(), item)
+                })
+                .collect(),
+        ),
+        Json::Array(items) => Json::Array(items.iter().map(py_interrupts).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A `StateSnapshot` as `_common.py`'s `snapshot` encodes it (no
+/// `created_at`; configs under `configurable`).
+pub(crate) fn snapshot_json(snapshot: &stategraph_graph::StateSnapshot) -> Json {
+    let config = |c: &stategraph_checkpoint::CheckpointConfig| {
+        json!({"configurable": {
+            "thread_id": c.thread_id,
+            "checkpoint_ns": c.checkpoint_ns,
+            "checkpoint_id": c.checkpoint_id.as_ref().map(|id| id.to_string()),
+        }})
+    };
+    let tasks: Vec<Json> = snapshot
+        .tasks
+        .iter()
+        .map(|task| {
+            let mut out = json!({
+                "id": task.id,
+                "name": task.name,
+                "path": task.path,
+                "interrupts": task.interrupts.iter().map(|i| serde_json::to_value(i).unwrap()).collect::<Vec<_>>(),
+            });
+            if let Some(error) = &task.error {
+                out["error"] = json!(error);
+            }
+            if let Some(result) = &task.result {
+                out["result"] = result.to_json().unwrap();
+            }
+            out
+        })
+        .collect();
+    py_interrupts(&json!({
+        "values": snapshot.values.to_json().unwrap(),
+        "next": snapshot.next,
+        "config": config(&snapshot.config),
+        "metadata": snapshot.metadata.as_ref().map(|m| m.to_json()),
+        "parent_config": snapshot.parent_config.as_ref().map(config),
+        "tasks": tasks,
+        "interrupts": snapshot.interrupts.iter().map(|i| serde_json::to_value(i).unwrap()).collect::<Vec<_>>(),
+    }))
+}
+
+/// `_common.py`'s `history(app, config)`: every snapshot, newest first.
+pub(crate) async fn history_json(app: &CompiledStateGraph, config: &RunnableConfig) -> Json {
+    let history = app
+        .get_state_history(config, stategraph_checkpoint::ListQuery::default())
+        .await
+        .unwrap_or_else(|err| panic!("get_state_history failed: {err}"));
+    Json::Array(history.iter().map(snapshot_json).collect())
+}

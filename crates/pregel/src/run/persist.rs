@@ -13,15 +13,15 @@ use futures::future::BoxFuture;
 use futures::stream::StreamExt;
 use stategraph_checkpoint::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata,
-    CheckpointSaver, CheckpointSource, CheckpointTuple, ListQuery, SharedSaver,
+    CheckpointSaver, CheckpointSource, CheckpointTuple, ListQuery, PendingWrite, SharedSaver,
 };
 use stategraph_core::{CheckpointId, RunnableConfig, Value};
 
-use super::{Loop, Task, TaskPath};
-use crate::error::{PregelError, Result};
+use super::{Loop, Task, TaskPath, WriteSender};
+use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
-use crate::node::{RunInfo, Sink, StateValues};
-use crate::types::StreamModes;
+use crate::node::{RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, checkpoint_task_id};
+use crate::types::{Interrupt, StreamModes, names};
 use crate::{ChannelId, Input};
 
 /// When a run with a checkpointer saves its checkpoints (LangGraph's
@@ -63,6 +63,31 @@ pub struct StateSnapshot {
     pub created_at: Option<String>,
     /// The checkpoint this one was computed from.
     pub parent_config: Option<CheckpointConfig>,
+    /// The tasks of the step that follows the checkpoint, with what the
+    /// saved pending writes say of them (result, error, interrupts).
+    pub tasks: Vec<PregelTask>,
+    /// The interrupts of those tasks: the unanswered ones for a thread's
+    /// latest state, all of them for a past checkpoint.
+    pub interrupts: Vec<Interrupt>,
+}
+
+/// A task of a [`StateSnapshot`] (LangGraph's `PregelTask`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PregelTask {
+    /// The task id (the id the task had, or will have, in its run).
+    pub id: String,
+    /// The node.
+    pub name: String,
+    /// LangGraph's task path: `["__pregel_pull", node]` or
+    /// `["__pregel_push", index, false]`.
+    pub path: serde_json::Value,
+    /// The saved error of a failed task, `Class('message')`.
+    pub error: Option<String>,
+    /// The interrupts the task raised.
+    pub interrupts: Vec<Interrupt>,
+    /// A finished task's writes to the state keys.
+    pub result: Option<Value>,
 }
 
 /// Where a run saves and what it saved last.
@@ -76,10 +101,31 @@ pub(super) struct Persist {
     saved_versions: Vec<Option<ChannelVersion>>,
     // The put in flight (async durability), chained after the previous ones.
     pending: Option<BoxFuture<'static, Result<()>>>,
-    // Exit durability: the metadata and updated channels of the state to
-    // save when the run ends (`None` = nothing new since the start).
-    at_exit: Option<(CheckpointMetadata, Vec<String>)>,
+    // Exit durability: the id, metadata and updated channels of the state
+    // to save when the run ends (`None` = nothing new since the start).
+    at_exit: Option<(CheckpointId, CheckpointMetadata, Vec<String>)>,
+    // The checkpoint the current step started from: task ids hash it, and
+    // the step's writes are saved against it. The same as the target's
+    // except with exit durability, where it is the checkpoint `at_exit`
+    // will save.
+    current: Option<CheckpointId>,
+    // Exit durability: the writes of the current step's tasks, saved with
+    // the exit checkpoint if the step does not complete.
+    deferred: Vec<TaskWrites>,
+    // Exit durability: the checkpoint to save, built when the run stopped.
+    frozen: Option<ExitCheckpoint>,
 }
+
+/// A checkpoint built and waiting to be saved when the run ends.
+struct ExitCheckpoint {
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    versions: Vec<Option<ChannelVersion>>,
+}
+
+/// One task's writes to save: task id, task path, `(channel, value)` pairs.
+pub(super) type TaskWrites = (Arc<str>, String, Vec<(String, Value)>);
 
 impl Persist {
     pub(super) fn new(
@@ -94,6 +140,9 @@ impl Persist {
             saved_versions: Vec::new(),
             pending: None,
             at_exit: None,
+            current: None,
+            deferred: Vec::new(),
+            frozen: None,
         }
     }
 
@@ -105,6 +154,132 @@ impl Persist {
     /// The version a channel gets when it next changes.
     pub(super) fn next_version(&self, max: Option<&ChannelVersion>) -> ChannelVersion {
         CheckpointSaver::get_next_version(&self.saver, max)
+    }
+
+    /// Where the current step's task writes go: saved against the
+    /// checkpoint the step started from, or, with exit durability, kept
+    /// until the run ends.
+    pub(super) fn writes_target(&self) -> WritesTarget {
+        if self.durability == Durability::Exit {
+            return WritesTarget::Defer;
+        }
+        let mut config = self.target.clone();
+        config.checkpoint_id.clone_from(&self.current);
+        WritesTarget::Save(self.saver.clone(), config)
+    }
+
+    /// The 16 bytes task ids are hashed from: the id of the checkpoint the
+    /// current step started from (zeros before a thread's first checkpoint).
+    fn checkpoint_bytes(&self) -> [u8; 16] {
+        self.current.as_ref().map_or([0; 16], checkpoint_bytes)
+    }
+
+    /// Exit durability: the writes of the step that just ran.
+    pub(super) fn defer(&mut self, writes: Vec<TaskWrites>) {
+        self.deferred = writes;
+    }
+}
+
+/// Where a step's task writes go.
+pub(super) enum WritesTarget {
+    /// Saved as each task finishes, against this checkpoint.
+    Save(SharedSaver, CheckpointConfig),
+    /// Kept until the run ends (exit durability).
+    Defer,
+}
+
+/// The bytes of a checkpoint id that task ids are hashed from (a hash of
+/// the text for an id that is not a UUID).
+fn checkpoint_bytes(id: &CheckpointId) -> [u8; 16] {
+    id.uuid_bytes()
+        .unwrap_or_else(|| xxhash_rust::xxh3::xxh3_128(id.as_str().as_bytes()).to_be_bytes())
+}
+
+/// The saving side of a step: the previous checkpoint's put (if still in
+/// flight), then every task's writes sent to the returned sender, in order.
+/// The future ends once the sender is dropped and everything is saved; with
+/// exit durability it saves nothing and returns the writes instead.
+pub(super) fn save_pipeline(
+    put: Option<BoxFuture<'static, Result<()>>>,
+    target: WritesTarget,
+) -> (WriteSender, BoxFuture<'static, Result<Vec<TaskWrites>>>) {
+    let (sender, mut writes) = futures::channel::mpsc::unbounded::<TaskWrites>();
+    let pipeline = async move {
+        if let Some(put) = put {
+            put.await?;
+        }
+        let mut kept = Vec::new();
+        while let Some((task_id, path, task_writes)) = writes.next().await {
+            match &target {
+                WritesTarget::Save(saver, config) => {
+                    saver
+                        .put_writes(config, task_writes, &task_id, &path)
+                        .await?;
+                }
+                WritesTarget::Defer => kept.push((task_id, path, task_writes)),
+            }
+        }
+        Ok(kept)
+    }
+    .boxed();
+    (sender, pipeline)
+}
+
+/// Whether a pending write records a task's outcome rather than a write to
+/// a channel (a task with only such writes has not finished).
+fn is_control(channel: &str) -> bool {
+    matches!(channel, names::INTERRUPT | names::RESUME | names::ERROR)
+}
+
+/// The pending writes of a loaded checkpoint, by task.
+pub(super) struct Resumed {
+    writes: Vec<PendingWrite>,
+    // Answers by interrupt id, from `Command::resume_by_id`.
+    answers: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl Resumed {
+    fn of_task<'a>(&'a self, task_id: &'a str) -> impl Iterator<Item = &'a PendingWrite> + 'a {
+        self.writes.iter().filter(move |w| w.task_id == task_id)
+    }
+
+    /// The interrupts still waiting for an answer: those of tasks that
+    /// interrupted and did not finish since.
+    fn pending_interrupts(&self) -> Vec<Interrupt> {
+        let mut tasks: Vec<&str> = self.writes.iter().map(|w| w.task_id.as_str()).collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        tasks
+            .into_iter()
+            .filter(|task| !self.of_task(task).any(|w| !is_control(&w.channel)))
+            .flat_map(|task| {
+                self.of_task(task)
+                    .filter(|w| w.channel == names::INTERRUPT)
+                    .flat_map(|w| interrupts_of(&w.value))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+/// The interrupts saved in an `__interrupt__` write (unreadable ones are
+/// skipped with a warning).
+fn interrupts_of(value: &Value) -> Vec<Interrupt> {
+    match value.clone().decode::<Vec<Interrupt>>() {
+        Ok(found) => (*found).clone(),
+        Err(err) => {
+            tracing::warn!("ignoring an unreadable saved interrupt: {err}");
+            Vec::new()
+        }
+    }
+}
+
+/// LangGraph's `task_path_str` of a task: the key pending writes are
+/// ordered by.
+fn task_path(path: &TaskPath, name: &str) -> String {
+    match path {
+        TaskPath::Pull(_) => format!("~{}, {name}", names::PULL),
+        TaskPath::Push(index) => format!("~{}, {index:010}, 0000000000", names::PUSH),
     }
 }
 
@@ -135,6 +310,14 @@ impl Loop {
             }
         }
         for (node_name, seen) in &checkpoint.versions_seen {
+            if node_name == names::INTERRUPT {
+                for (channel, version) in seen {
+                    if let Some(channel) = graph.shape.channel_id(channel) {
+                        self.interrupt_seen[channel] = Some(*version);
+                    }
+                }
+                continue;
+            }
             let Some(node) = graph.shape.node_id(node_name) else {
                 continue;
             };
@@ -152,6 +335,134 @@ impl Loop {
         Ok(())
     }
 
+    /// Gives each task its LangGraph id (from the checkpoint the step
+    /// started from, the step, the node, its path and triggers) and a
+    /// scratchpad for its interrupts.
+    pub(super) fn identify(&self, tasks: &mut [Task]) {
+        if let Some(persist) = self.persist.as_ref() {
+            self.identify_from(&persist.checkpoint_bytes(), tasks);
+        }
+    }
+
+    fn identify_from(&self, checkpoint: &[u8; 16], tasks: &mut [Task]) {
+        let graph = &self.graph;
+        for task in tasks.iter_mut() {
+            let name = graph.shape.node_name(task.node);
+            let id = match task.path {
+                TaskPath::Pull(node) => {
+                    let mut triggers: Vec<&str> = graph.nodes[node]
+                        .triggers
+                        .iter()
+                        .map(|c| graph.shape.channel_name(*c))
+                        .collect();
+                    triggers.sort_unstable();
+                    checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Pull(&triggers))
+                }
+                TaskPath::Push(index) => {
+                    checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Push(index))
+                }
+            };
+            task.pad = Some(Arc::new(Scratchpad::new(name, Arc::from(id), Vec::new())));
+        }
+    }
+
+    /// The first step of a resumed run: tasks that finished before the run
+    /// stopped get their saved writes back (streamed as cached updates) and
+    /// do not run again; interrupted tasks get the answers they were given.
+    pub(super) fn reattach(&mut self, tasks: &mut [Task]) -> Result<()> {
+        let Some(resumed) = self.resumed.take() else {
+            return Ok(());
+        };
+        for task in tasks.iter_mut() {
+            let Some(pad) = task.pad.clone() else {
+                continue;
+            };
+            let outputs: Vec<&PendingWrite> = resumed
+                .of_task(&pad.task_id)
+                .filter(|w| !is_control(&w.channel))
+                .collect();
+            if outputs.is_empty() {
+                let answers = resumed
+                    .of_task(&pad.task_id)
+                    .find(|w| w.channel == names::RESUME)
+                    .map(|w| w.value.clone().decode::<Vec<Value>>())
+                    .transpose()?
+                    .map(|answers| (*answers).clone())
+                    .unwrap_or_default();
+                let pad = Arc::new(Scratchpad::new(
+                    self.graph.shape.node_name(task.node),
+                    pad.task_id.clone(),
+                    answers,
+                ));
+                if let Some(map) = &resumed.answers {
+                    pad.answer_from(map);
+                }
+                task.pad = Some(pad);
+                continue;
+            }
+            task.writes = outputs
+                .into_iter()
+                .filter(|w| w.channel != names::NO_WRITES)
+                .filter_map(|w| {
+                    let channel = self.graph.shape.channel_id(&w.channel);
+                    if channel.is_none() {
+                        tracing::warn!("ignoring a saved write to unknown channel {}", w.channel);
+                    }
+                    Some((channel?, w.value.clone()))
+                })
+                .collect();
+            task.cached = true;
+            self.emit_updates(task, true);
+        }
+        Ok(())
+    }
+
+    /// Sends a finished task's writes to be saved (`__no_writes__` when it
+    /// wrote nothing, so a resumed run knows it finished).
+    pub(super) fn save_writes(&self, saves: &WriteSender, task: &Task) {
+        let mut writes: Vec<(String, Value)> = task
+            .writes
+            .iter()
+            .map(|(channel, value)| (self.name(*channel).to_owned(), value.clone()))
+            .collect();
+        if writes.is_empty() {
+            writes.push((names::NO_WRITES.to_owned(), Value::null()));
+        }
+        self.send_writes(saves, task, writes);
+    }
+
+    /// Sends an interrupted task's interrupt, and the answers it consumed
+    /// before it, to be saved.
+    pub(super) fn save_interrupt(&self, saves: &WriteSender, task: &Task, interrupt: &Interrupt) {
+        let mut writes = vec![(
+            names::INTERRUPT.to_owned(),
+            Value::new(vec![interrupt.clone()]),
+        )];
+        if let Some(pad) = &task.pad {
+            let answers = pad.answered();
+            if !answers.is_empty() {
+                writes.push((names::RESUME.to_owned(), Value::new(answers)));
+            }
+        }
+        self.send_writes(saves, task, writes);
+    }
+
+    /// Sends a failed task's error (LangGraph's `Class('message')` form) to
+    /// be saved.
+    pub(super) fn save_error(&self, saves: &WriteSender, task: &Task, error: &NodeError) {
+        let writes = vec![(names::ERROR.to_owned(), Value::new(error.repr()))];
+        self.send_writes(saves, task, writes);
+    }
+
+    fn send_writes(&self, saves: &WriteSender, task: &Task, writes: Vec<(String, Value)>) {
+        let Some(pad) = &task.pad else {
+            return;
+        };
+        let path = task_path(&task.path, self.graph.shape.node_name(task.node));
+        // A closed pipeline has failed; its error ends the step.
+        let _ = saves.unbounded_send((pad.task_id.clone(), path, writes));
+    }
+
     /// Loads the thread's checkpoint (the latest, or the config's
     /// `checkpoint_id`). Returns whether it has any channel version (a thread
     /// with state to continue from).
@@ -166,9 +477,14 @@ impl Loop {
         };
         self.restore(&tuple.checkpoint)?;
         self.step = tuple.metadata.step.unwrap_or(-1) + 1;
+        self.resumed = Some(Resumed {
+            writes: tuple.pending_writes,
+            answers: None,
+        });
         let versions = self.versions.clone();
         if let Some(persist) = self.persist.as_mut() {
             persist.target.checkpoint_id = Some(tuple.checkpoint.id.clone());
+            persist.current = Some(tuple.checkpoint.id.clone());
             persist.saved_versions = versions;
         }
         Ok(!tuple.checkpoint.channel_versions.is_empty())
@@ -188,27 +504,33 @@ impl Loop {
         }
         match input {
             Input::Resume => {
+                // Resuming passes the static breakpoint the run stopped at.
+                self.interrupt_seen.clone_from(&self.versions);
                 self.emit_all_values();
                 Ok(Vec::new())
             }
-            Input::Command(command) => {
-                if command.resume.is_some() {
-                    return Err(PregelError::Runtime(
-                        "Command(resume=...) needs interrupts, which are not supported yet".into(),
-                    ));
+            Input::Command(mut command) => {
+                let has_resume = command.resume.is_some();
+                if let Some(answer) = command.resume.take() {
+                    self.take_answer(answer)?;
                 }
                 let writes = self.command_writes(command)?;
-                if writes.is_empty() {
+                if writes.is_empty() && !has_resume {
                     return Err(PregelError::EmptyInput(
                         "Received empty Command input".into(),
                     ));
                 }
-                let mut null_task = Task::input(writes);
-                self.apply(std::slice::from_mut(&mut null_task), false)?;
+                if !writes.is_empty() {
+                    let mut null_task = Task::input(writes);
+                    self.apply(std::slice::from_mut(&mut null_task), false)?;
+                }
+                self.interrupt_seen.clone_from(&self.versions);
                 self.emit_all_values();
                 Ok(Vec::new())
             }
             Input::Value(value) => {
+                // New input: the interrupted or failed tasks are dropped.
+                self.resumed = None;
                 let writes = self.input_writes(value)?;
                 // Tasks the loaded checkpoint left unfinished are discarded:
                 // applied without writes, which marks their triggers seen.
@@ -223,6 +545,37 @@ impl Loop {
                 Ok(updated)
             }
         }
+    }
+
+    /// Takes a `Command { resume }` answer: a map keyed by interrupt ids
+    /// answers those interrupts; any other value answers the one pending
+    /// interrupt (several pending is an error: which one it answers would
+    /// be a guess).
+    fn take_answer(&mut self, answer: Value) -> Result<()> {
+        let by_id = match answer.as_json() {
+            Some(serde_json::Value::Object(map))
+                if !map.is_empty() && map.keys().all(|k| Interrupt::is_id(k)) =>
+            {
+                Some(map.clone())
+            }
+            _ => None,
+        };
+        let resumed = self.resumed.get_or_insert_with(|| Resumed {
+            writes: Vec::new(),
+            answers: None,
+        });
+        match by_id {
+            Some(map) => resumed.answers = Some(map),
+            None => {
+                if resumed.pending_interrupts().len() > 1 {
+                    return Err(PregelError::Runtime(
+                        "When there are multiple pending interrupts, you must specify the interrupt id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/interrupts#handling-multiple-interrupts.".into(),
+                    ));
+                }
+                self.run.set_resume(Some(answer));
+            }
+        }
+        Ok(())
     }
 
     /// A `values` chunk with every stream channel (LangGraph emits one when
@@ -267,6 +620,17 @@ impl Loop {
                 .versions_seen
                 .insert(graph.shape.node_name(node).to_string(), seen);
         }
+        let breakpoints_seen: ChannelVersions = self
+            .interrupt_seen
+            .iter()
+            .enumerate()
+            .filter_map(|(c, v)| Some((graph.shape.channel_name(c).to_owned(), (*v)?)))
+            .collect();
+        if !breakpoints_seen.is_empty() {
+            checkpoint
+                .versions_seen
+                .insert(names::INTERRUPT.to_owned(), breakpoints_seen);
+        }
         checkpoint.updated_channels = updated;
         checkpoint
     }
@@ -290,7 +654,9 @@ impl Loop {
         names.sort();
         if durability == Durability::Exit {
             if let Some(persist) = self.persist.as_mut() {
-                persist.at_exit = Some((metadata, names));
+                let id = CheckpointId::new();
+                persist.current = Some(id.clone());
+                persist.at_exit = Some((id, metadata, names));
             }
             return Ok(());
         }
@@ -327,18 +693,30 @@ impl Loop {
             .collect()
     }
 
+    /// Exit durability: builds the checkpoint to save at the end of the run
+    /// from the current state, before an interrupted step's writes are
+    /// applied in memory (they are shown, not saved).
+    pub(super) fn freeze_exit_checkpoint(&mut self) {
+        let Some((id, metadata, names)) = self.persist.as_mut().and_then(|p| p.at_exit.take())
+        else {
+            return;
+        };
+        let exit = ExitCheckpoint {
+            checkpoint: self.checkpoint(id, Some(names)),
+            metadata,
+            new_versions: self.new_versions(),
+            versions: self.versions.clone(),
+        };
+        if let Some(persist) = self.persist.as_mut() {
+            persist.frozen = Some(exit);
+        }
+    }
+
     /// The end of a run with a checkpointer: waits for the puts in flight
     /// and, with exit durability, saves the final checkpoint. The run's own
     /// error, if any, wins over a saving error.
     pub(super) async fn finish_persisted(&mut self, result: Result<()>) -> Result<()> {
-        let at_exit = match self.persist.as_mut() {
-            Some(persist) => persist.at_exit.take(),
-            None => return result,
-        };
-        let exit_checkpoint = at_exit
-            .map(|(metadata, names)| (self.checkpoint(CheckpointId::new(), Some(names)), metadata));
-        let new_versions = self.new_versions();
-        let versions = self.versions.clone();
+        self.freeze_exit_checkpoint();
         let Some(persist) = self.persist.as_mut() else {
             return result;
         };
@@ -346,10 +724,32 @@ impl Loop {
             Some(pending) => pending.await,
             None => Ok(()),
         };
-        if let (Ok(()), Some((checkpoint, metadata))) = (&saved, exit_checkpoint) {
+        if let (Ok(()), Some(exit)) = (&saved, persist.frozen.take()) {
             saved = persist
-                .submit(checkpoint, metadata, new_versions, versions)
+                .submit(
+                    exit.checkpoint,
+                    exit.metadata,
+                    exit.new_versions,
+                    exit.versions,
+                )
                 .await;
+        }
+        // Exit durability: the writes of a step that did not complete
+        // (interrupted or failed) go with the checkpoint it started from.
+        let deferred = std::mem::take(&mut persist.deferred);
+        if saved.is_ok() && !deferred.is_empty() {
+            let mut config = persist.target.clone();
+            config.checkpoint_id.clone_from(&persist.current);
+            for (task_id, path, writes) in deferred {
+                if let Err(err) = persist
+                    .saver
+                    .put_writes(&config, writes, &task_id, &path)
+                    .await
+                {
+                    saved = Err(err.into());
+                    break;
+                }
+            }
         }
         result.and(saved)
     }
@@ -367,6 +767,7 @@ impl Persist {
     ) -> BoxFuture<'static, Result<()>> {
         let config = self.target.clone();
         self.target.checkpoint_id = Some(checkpoint.id.clone());
+        self.current = Some(checkpoint.id.clone());
         self.saved_versions = versions;
         let saver = self.saver.clone();
         let previous = self.pending.take();
@@ -398,25 +799,100 @@ fn detached(graph: &Arc<PregelInner>) -> Loop {
         context: None,
         subgraphs: false,
         child: false,
+        resume: std::sync::Mutex::new(None),
+        interrupts: std::sync::Mutex::new(Vec::new()),
     };
     Loop::new(graph.clone(), run)
 }
 
 /// The snapshot of one stored checkpoint: its values and the tasks it
-/// would run next.
-fn snapshot(graph: &Arc<PregelInner>, tuple: &CheckpointTuple) -> Result<StateSnapshot> {
+/// would run next, with what its pending writes say of them. `live` (the
+/// thread's latest state, not a checkpoint asked for by id) lists only the
+/// unfinished tasks as `next` and includes the finished ones' writes in the
+/// values, as LangGraph does.
+fn snapshot(
+    graph: &Arc<PregelInner>,
+    tuple: &CheckpointTuple,
+    live: bool,
+) -> Result<StateSnapshot> {
     let mut state = detached(graph);
     state.restore(&tuple.checkpoint)?;
+    state.step = tuple.metadata.step.unwrap_or(-1) + 1;
     let mut tasks = state.prepare_tasks(&[])?;
+    state.identify_from(&checkpoint_bytes(&tuple.checkpoint.id), &mut tasks);
     // Planned without a previous step, LangGraph lists the `Send` tasks
     // first, then the triggered nodes in the order they were added.
     tasks.sort_by_key(|task| match task.path {
         TaskPath::Push(index) => (0, index),
         TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
     });
-    let next = tasks
+    let saved = Resumed {
+        writes: tuple.pending_writes.clone(),
+        answers: None,
+    };
+    let mut shown = Vec::with_capacity(tasks.len());
+    let mut finished = Vec::new();
+    for task in &tasks {
+        let Some(pad) = &task.pad else { continue };
+        let name = graph.shape.node_name(task.node);
+        let writes: Vec<&PendingWrite> = saved.of_task(&pad.task_id).collect();
+        let outputs: Vec<(ChannelId, Value)> = writes
+            .iter()
+            .filter(|w| !is_control(&w.channel))
+            .filter_map(|w| Some((graph.shape.channel_id(&w.channel)?, w.value.clone())))
+            .collect();
+        let done = writes.iter().any(|w| !is_control(&w.channel));
+        let result = done.then(|| {
+            let mut pairs: Vec<(Arc<str>, Value)> = Vec::new();
+            for (channel, value) in outputs.iter().filter(|(c, _)| graph_shows(graph, *c)) {
+                let key = graph.shape.channel_name_arc(*channel);
+                pairs.retain(|(k, _)| *k != key);
+                pairs.push((key, value.clone()));
+            }
+            Value::new(StateValues::new(pairs))
+        });
+        if done {
+            let mut applied = Task::input(outputs);
+            applied.path = task.path.clone();
+            finished.push(applied);
+        }
+        shown.push(PregelTask {
+            id: pad.task_id.to_string(),
+            name: name.to_string(),
+            path: match task.path {
+                TaskPath::Pull(_) => serde_json::json!([names::PULL, &**name]),
+                TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
+            },
+            error: writes.iter().find(|w| w.channel == names::ERROR).map(|w| {
+                match w.value.as_json() {
+                    Some(serde_json::Value::String(text)) => text.clone(),
+                    _ => w
+                        .value
+                        .clone()
+                        .decode::<String>()
+                        .map_or_else(|_| w.value.type_name().to_owned(), |s| (*s).clone()),
+                }
+            }),
+            interrupts: writes
+                .iter()
+                .filter(|w| w.channel == names::INTERRUPT)
+                .flat_map(|w| interrupts_of(&w.value))
+                .collect(),
+            result,
+        });
+    }
+    if live && !finished.is_empty() {
+        state.apply(&mut finished, false)?;
+    }
+    let next = shown
         .iter()
-        .map(|task| graph.shape.node_name(task.node).to_string())
+        .filter(|task| !live || task.result.is_none())
+        .map(|task| task.name.clone())
+        .collect();
+    let interrupts = shown
+        .iter()
+        .filter(|task| !live || task.result.is_none())
+        .flat_map(|task| task.interrupts.iter().cloned())
         .collect();
     Ok(StateSnapshot {
         values: state.values_of(&graph.stream),
@@ -425,7 +901,17 @@ fn snapshot(graph: &Arc<PregelInner>, tuple: &CheckpointTuple) -> Result<StateSn
         metadata: Some(tuple.metadata.clone()),
         created_at: Some(tuple.checkpoint.ts.clone()),
         parent_config: tuple.parent_config.clone(),
+        tasks: shown,
+        interrupts,
     })
+}
+
+/// Whether `values`/`updates` show the channel (a state key).
+fn graph_shows(graph: &PregelInner, channel: ChannelId) -> bool {
+    match &graph.stream {
+        IoChannels::One(c) => *c == channel,
+        IoChannels::Many(cs) => cs.contains(&channel),
+    }
 }
 
 impl Pregel {
@@ -447,7 +933,7 @@ impl Pregel {
         let saver = self.saver()?;
         let target = target_of(config)?;
         match saver.get_tuple(&target).await? {
-            Some(tuple) => snapshot(&self.inner, &tuple),
+            Some(tuple) => snapshot(&self.inner, &tuple, target.checkpoint_id.is_none()),
             None => Ok(StateSnapshot {
                 values: match &self.inner.stream {
                     IoChannels::One(_) => Value::null(),
@@ -458,6 +944,8 @@ impl Pregel {
                 metadata: None,
                 created_at: None,
                 parent_config: None,
+                tasks: Vec::new(),
+                interrupts: Vec::new(),
             }),
         }
     }
@@ -483,7 +971,7 @@ impl Pregel {
         let mut tuples = saver.list(query);
         let mut history = Vec::new();
         while let Some(tuple) = tuples.next().await {
-            history.push(snapshot(&self.inner, &tuple?)?);
+            history.push(snapshot(&self.inner, &tuple?, false)?);
         }
         Ok(history)
     }
