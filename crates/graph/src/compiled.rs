@@ -3,9 +3,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use stategraph_checkpoint::ListQuery;
+use stategraph_checkpoint::{CheckpointConfig, ListQuery};
 use stategraph_core::{RunnableConfig, Value};
-use stategraph_pregel::{Input, Pregel, Result, RunOptions, RunStream, StateSnapshot, StreamModes};
+use stategraph_pregel::{
+    Input, Pregel, Result, RunOptions, RunStream, StateSnapshot, StateUpdate, StreamModes,
+};
 
 use crate::builder::StateGraph;
 use crate::draw::{DrawableGraph, GraphStructure};
@@ -154,5 +156,36 @@ impl CompiledStateGraph {
         query: ListQuery,
     ) -> Result<Vec<StateSnapshot>> {
         self.pregel.get_state_history(config, query).await
+    }
+
+    /// Writes `values` (a JSON object or a state update) to a thread's state
+    /// as if `as_node` had returned them (LangGraph's `update_state`):
+    /// through the reducers, with that node's edges firing. `None` infers
+    /// the node that ran last. Returns the new checkpoint's address
+    /// (`source: update`); resume from it with
+    /// [`Input::Resume`](stategraph_pregel::Input::Resume).
+    ///
+    /// # Errors
+    /// See [`Pregel::update_state`](stategraph_pregel::Pregel::update_state).
+    pub async fn update_state(
+        &self,
+        config: &RunnableConfig,
+        values: Option<Value>,
+        as_node: Option<&str>,
+    ) -> Result<CheckpointConfig> {
+        self.pregel.update_state(config, values, as_node).await
+    }
+
+    /// Several supersteps of updates, one checkpoint each (LangGraph's
+    /// `bulk_update_state`).
+    ///
+    /// # Errors
+    /// See [`Pregel::bulk_update_state`](stategraph_pregel::Pregel::bulk_update_state).
+    pub async fn bulk_update_state(
+        &self,
+        config: &RunnableConfig,
+        supersteps: Vec<Vec<StateUpdate>>,
+    ) -> Result<CheckpointConfig> {
+        self.pregel.bulk_update_state(config, supersteps).await
     }
 }

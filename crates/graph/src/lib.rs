@@ -25,7 +25,7 @@ pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
     CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, NodeError, PregelTask,
-    RunOptions, Send, StateSnapshot, StateValues, StreamMode, TaskContext,
+    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamMode, TaskContext,
 };
 
 /// The entry pseudo-node.

@@ -175,6 +175,9 @@ pub enum PregelError {
     /// compiled without a checkpointer.
     #[error("No checkpointer set")]
     NoCheckpointer,
+    /// A LangGraph feature this version does not implement yet.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
 }
 
 impl PregelError {
@@ -189,6 +192,7 @@ impl PregelError {
             | Self::ParentCommand(_)
             | Self::MissingThreadId
             | Self::NoCheckpointer => ErrorKind::InvalidInput,
+            Self::Unsupported(_) => ErrorKind::Unsupported,
             Self::Channel(err) => err.kind(),
             Self::Node { .. } => ErrorKind::Backend,
             Self::Value(err) => err.kind(),
@@ -211,6 +215,7 @@ impl PregelError {
             Self::InvalidGraph(_) => "ValueError",
             Self::Checkpoint(_) => "CheckpointError",
             Self::MissingThreadId | Self::NoCheckpointer => "ValueError",
+            Self::Unsupported(_) => "NotImplementedError",
         }
     }
 }

@@ -21,7 +21,7 @@ pub use node::{
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{
     DEFAULT_RECURSION_LIMIT, Durability, Input, NodeUpdate, PregelTask, RunStream, StateSnapshot,
-    UpdatePayload,
+    StateUpdate, UpdatePayload,
 };
 pub use types::{
     Command, CommandGraph, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names,

@@ -33,8 +33,10 @@ use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, Stre
 use crate::{ChannelId, NodeId};
 
 mod persist;
+mod update;
 
 pub use persist::{Durability, PregelTask, StateSnapshot};
+pub use update::StateUpdate;
 
 /// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).
 pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
@@ -323,9 +325,21 @@ enum TaskPath {
     Pull(NodeId),
     /// Created by the `idx`-th `Send` of the previous step.
     Push(usize),
+    /// The `idx`-th update of an `update_state` superstep, as if its node ran.
+    Update(usize),
 }
 
 impl Task {
+    /// The node whose triggers this task consumes: a pulled node, or the
+    /// node an update acts as.
+    fn consumer(&self) -> Option<NodeId> {
+        match self.path {
+            TaskPath::Pull(node) => Some(node),
+            TaskPath::Update(_) => Some(self.node),
+            TaskPath::Push(_) => None,
+        }
+    }
+
     /// The pseudo-task that carries a run's input writes.
     fn input(writes: Vec<(ChannelId, Value)>) -> Self {
         Self {
@@ -386,6 +400,8 @@ struct Loop {
     persist: Option<Box<persist::Persist>>,
     // The pending writes of the checkpoint a run resumes, for its first step.
     resumed: Option<persist::Resumed>,
+    // The source of the checkpoint the run loaded.
+    loaded_source: Option<CheckpointSource>,
     // Static breakpoints, and per channel the version they last saw
     // (LangGraph's `versions_seen["__interrupt__"]`): a breakpoint fires only
     // when some channel changed since the run last stopped or resumed.
@@ -463,6 +479,7 @@ impl Loop {
             write_pool: std::cell::RefCell::new(Vec::new()),
             persist: None,
             resumed: None,
+            loaded_source: None,
             before: Breakpoints::default(),
             after: Breakpoints::default(),
             interrupt_seen: vec![None; count],
@@ -855,7 +872,7 @@ impl Loop {
             node: self.graph.shape.node_name(task.node).clone(),
             step: self.step,
             push: match task.path {
-                TaskPath::Pull(_) => None,
+                TaskPath::Pull(_) | TaskPath::Update(_) => None,
                 TaskPath::Push(idx) => Some(idx),
             },
             remaining_steps: self.stop - self.step,
@@ -1122,7 +1139,7 @@ impl Loop {
             run: self.run.seed,
             step: self.step,
             push: match task.path {
-                TaskPath::Pull(_) => None,
+                TaskPath::Pull(_) | TaskPath::Update(_) => None,
                 TaskPath::Push(idx) => Some(idx),
             },
         }
@@ -1165,6 +1182,7 @@ impl Loop {
         }
         let triggers: Vec<Arc<str>> = match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
+            TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
             TaskPath::Pull(id) => {
                 let offset = self.graph.seen_offset[id];
                 let mut fired: Vec<Arc<str>> = node
@@ -1356,7 +1374,7 @@ impl Loop {
         if from_tasks {
             // Record the trigger versions each pulled node ran on, then consume them.
             for task in tasks.iter() {
-                if let TaskPath::Pull(node) = task.path {
+                if let Some(node) = task.consumer() {
                     self.ran[node] = true;
                     let offset = graph.seen_offset[node];
                     for (i, channel) in graph.nodes[node].triggers.iter().enumerate() {
@@ -1367,7 +1385,7 @@ impl Loop {
                 }
             }
             for task in tasks.iter() {
-                if let TaskPath::Pull(node) = task.path {
+                if let Some(node) = task.consumer() {
                     for channel in &graph.nodes[node].triggers {
                         if self.channels.get_mut(*channel).consume() {
                             self.versions[*channel] = Some(next);

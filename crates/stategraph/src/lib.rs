@@ -35,7 +35,7 @@ pub mod prelude {
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
     pub use stategraph_graph::{
         CompileOptions, CompiledStateGraph, Durability, END, NodeSpec, PathMap, RunOptions, START,
-        Schema, State, StateGraph, StateSnapshot,
+        Schema, State, StateGraph, StateSnapshot, StateUpdate,
     };
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,

@@ -146,6 +146,12 @@ impl Persist {
         }
     }
 
+    /// Where the next checkpoint is saved (its `checkpoint_id` is the last
+    /// one saved or loaded).
+    pub(super) fn target(&self) -> &CheckpointConfig {
+        &self.target
+    }
+
     /// The put in flight, to run alongside the next step.
     pub(super) fn take_pending(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
         self.pending.take()
@@ -280,6 +286,7 @@ fn task_path(path: &TaskPath, name: &str) -> String {
     match path {
         TaskPath::Pull(_) => format!("~{}, {name}", names::PULL),
         TaskPath::Push(index) => format!("~{}, {index:010}, 0000000000", names::PUSH),
+        TaskPath::Update(index) => format!("~{}, {index:010}", names::INTERRUPT),
     }
 }
 
@@ -358,7 +365,7 @@ impl Loop {
                     triggers.sort_unstable();
                     checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Pull(&triggers))
                 }
-                TaskPath::Push(index) => {
+                TaskPath::Push(index) | TaskPath::Update(index) => {
                     checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Push(index))
                 }
             };
@@ -466,7 +473,7 @@ impl Loop {
     /// Loads the thread's checkpoint (the latest, or the config's
     /// `checkpoint_id`). Returns whether it has any channel version (a thread
     /// with state to continue from).
-    async fn load(&mut self) -> Result<bool> {
+    pub(super) async fn load(&mut self) -> Result<bool> {
         let Some(persist) = self.persist.as_ref() else {
             return Ok(false);
         };
@@ -475,6 +482,7 @@ impl Loop {
         let Some(tuple) = saver.get_tuple(&target).await? else {
             return Ok(false);
         };
+        self.loaded_source = tuple.metadata.source;
         self.restore(&tuple.checkpoint)?;
         self.step = tuple.metadata.step.unwrap_or(-1) + 1;
         self.resumed = Some(Resumed {
@@ -495,6 +503,9 @@ impl Loop {
     /// (empty = look at every node) and leaves `step` at the first step to run.
     pub(super) async fn start_persisted(&mut self, input: Input) -> Result<Vec<ChannelId>> {
         let existing = self.load().await?;
+        if existing && self.run.config.checkpoint_id().is_some() {
+            self.travel(&input).await?;
+        }
         self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
         if !existing {
             let updated = self.apply_input(input)?;
@@ -545,6 +556,41 @@ impl Loop {
                 Ok(updated)
             }
         }
+    }
+
+    /// A run from a checkpoint named by `checkpoint_id` (time travel):
+    /// its saved writes are not reused (its tasks run again, interrupts
+    /// fire again), and resuming from it first saves a `fork` checkpoint
+    /// (the same state, one step later, its parent the named checkpoint),
+    /// unless it is a thread's latest `update` or `fork` checkpoint. A
+    /// `Command` with a resume answer continues the named checkpoint as is.
+    async fn travel(&mut self, input: &Input) -> Result<()> {
+        let answering = matches!(input, Input::Command(command) if command.resume.is_some());
+        if answering {
+            return Ok(());
+        }
+        self.resumed = None;
+        let Some((saver, latest, current)) = self.persist.as_ref().map(|persist| {
+            let latest = CheckpointConfig {
+                checkpoint_id: None,
+                ..persist.target.clone()
+            };
+            (persist.saver.clone(), latest, persist.current.clone())
+        }) else {
+            return Ok(());
+        };
+        let latest = saver.get_tuple(&latest).await?;
+        let superseded = latest.is_none_or(|latest| current != Some(latest.checkpoint.id));
+        let replayable = !matches!(
+            self.loaded_source,
+            Some(CheckpointSource::Update | CheckpointSource::Fork)
+        );
+        if matches!(input, Input::Value(_)) || !(replayable || superseded) {
+            return Ok(());
+        }
+        self.save(CheckpointSource::Fork, &[]).await?;
+        self.step += 1;
+        Ok(())
     }
 
     /// Takes a `Command { resume }` answer: a map keyed by interrupt ids
@@ -785,7 +831,7 @@ impl Persist {
 }
 
 /// A loop that only restores checkpoints (no sink, no run).
-fn detached(graph: &Arc<PregelInner>) -> Loop {
+pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
     let run = RunInfo {
         config: RunnableConfig::default(),
         sink: Sink {
@@ -823,7 +869,7 @@ fn snapshot(
     // Planned without a previous step, LangGraph lists the `Send` tasks
     // first, then the triggered nodes in the order they were added.
     tasks.sort_by_key(|task| match task.path {
-        TaskPath::Push(index) => (0, index),
+        TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
         TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
     });
     let saved = Resumed {
@@ -862,6 +908,7 @@ fn snapshot(
             path: match task.path {
                 TaskPath::Pull(_) => serde_json::json!([names::PULL, &**name]),
                 TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
+                TaskPath::Update(index) => serde_json::json!([names::INTERRUPT, index]),
             },
             error: writes.iter().find(|w| w.channel == names::ERROR).map(|w| {
                 match w.value.as_json() {

@@ -1,0 +1,386 @@
+//! Human in the loop and recovery, on the in-memory saver and on SQLite
+//! (only the saver line differs): parallel interrupts answered one at a time
+//! by id, a failed task retried on resume while its finished sibling is not
+//! run again, time travel (a `fork` checkpoint) and `update_state` on a past
+//! checkpoint. The expectations are LangGraph 1.2.22's, observed with the
+//! same graphs in Python.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use serde_json::{Value as Json, json};
+use stategraph_checkpoint::{CheckpointSaver, InMemorySaver, ListQuery};
+use stategraph_checkpoint_sqlite::SqliteSaver;
+use stategraph_core::{RunnableConfig, Value};
+use stategraph_graph::{
+    Command, CompileOptions, CompiledStateGraph, NodeError, START, Schema, StateGraph, StreamMode,
+    TaskContext,
+};
+use stategraph_pregel::{Input, StreamModes};
+
+type Runs = Arc<Mutex<Vec<String>>>;
+
+/// Streams `updates` and `values`; the chunks as `[mode, payload]`.
+async fn chunks(
+    app: &CompiledStateGraph,
+    input: impl Into<Input>,
+    cfg: &RunnableConfig,
+) -> Vec<Json> {
+    let modes = StreamModes::from([StreamMode::Updates, StreamMode::Values]);
+    app.stream(input, cfg, modes)
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            json!([chunk.mode.as_str(), chunk.to_json()])
+        })
+        .collect()
+        .await
+}
+
+/// Interrupt ids replaced by the value they ask for, so chunks compare.
+fn named(mut chunk: Json) -> Json {
+    if let Some(items) = chunk
+        .pointer_mut("/1/__interrupt__")
+        .and_then(Json::as_array_mut)
+    {
+        for item in items {
+            *item = item["value"].clone();
+        }
+    }
+    chunk
+}
+
+/// `START -> a -> {b, c, d}`: `b` and `c` interrupt, `d` finishes.
+fn parallel(saver: impl CheckpointSaver, runs: &Runs) -> CompiledStateGraph {
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    for name in ["a", "b", "c", "d"] {
+        let runs = runs.clone();
+        g.add_node(name, move |_s: Json, ctx: TaskContext| {
+            let runs = runs.clone();
+            async move {
+                runs.lock().unwrap().push(name.to_owned());
+                if matches!(name, "b" | "c") {
+                    let answer = ctx.interrupt(format!("{name}?"))?.to_json()?;
+                    let answer = answer.as_str().unwrap_or_default().to_owned();
+                    return Ok::<_, NodeError>(json!({"log": [format!("{name}:{answer}")]}));
+                }
+                Ok(json!({"log": [name]}))
+            }
+        })
+        .unwrap();
+    }
+    g.add_edge(START, "a").unwrap();
+    for to in ["b", "c", "d"] {
+        g.add_edge("a", to).unwrap();
+    }
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+async fn parallel_interrupts(saver: impl CheckpointSaver) {
+    let runs = Runs::default();
+    let app = parallel(saver, &runs);
+    let cfg = RunnableConfig::thread("p");
+    let out = app
+        .invoke(json!({"log": []}), &cfg)
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap();
+    assert_eq!(out["log"], json!(["a", "d"]));
+    let asked: Vec<&Json> = out["__interrupt__"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["value"])
+        .collect();
+    assert_eq!(asked.len(), 2);
+    assert!(asked.contains(&&json!("b?")) && asked.contains(&&json!("c?")));
+
+    let state = app.get_state(&cfg).await.unwrap();
+    assert_eq!(state.next, ["b", "c"]);
+    assert_eq!(state.interrupts.len(), 2);
+    let id_of = |name: &str| {
+        state
+            .tasks
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .interrupts[0]
+            .id
+            .clone()
+    };
+    let (b, c) = (id_of("b"), id_of("c"));
+
+    // A bare answer with two interrupts pending would be a guess.
+    let bare = app
+        .invoke(Command::new().resume(Value::from_json(json!("x"))), &cfg)
+        .await
+        .unwrap_err();
+    assert!(
+        bare.to_string().contains("multiple pending interrupts"),
+        "{bare}"
+    );
+
+    runs.lock().unwrap().clear();
+    let answer_b = Command::new().resume_by_id([(b, Value::from_json(json!("B")))]);
+    let got: Vec<Json> = chunks(&app, answer_b, &cfg)
+        .await
+        .into_iter()
+        .map(named)
+        .collect();
+    // The saved state first, then d's saved update (not run again); b and c
+    // run from their start (in either order), c interrupts again; then the
+    // state with the finished tasks' writes.
+    assert_eq!(got[0], json!(["values", {"log": ["a"]}]));
+    assert_eq!(
+        got[1],
+        json!(["updates", {"d": {"log": ["d"]}, "__metadata__": {"cached": true}}])
+    );
+    assert_eq!(
+        got.last(),
+        Some(&json!(["values", {"log": ["a", "b:B", "d"]}]))
+    );
+    let middle = &got[2..got.len() - 1];
+    assert_eq!(middle.len(), 3, "{got:?}");
+    assert!(
+        middle.contains(&json!(["updates", {"b": {"log": ["b:B"]}}])),
+        "{got:?}"
+    );
+    assert!(
+        middle.contains(&json!(["updates", {"__interrupt__": ["c?"]}])),
+        "{got:?}"
+    );
+    assert!(
+        middle.contains(&json!(["values", {"log": ["a"], "__interrupt__": ["c?"]}])),
+        "{got:?}"
+    );
+    let mut ran = runs.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, ["b", "c"], "d finished before: it does not run again");
+
+    let answer_c = Command::new().resume_by_id([(c, Value::from_json(json!("C")))]);
+    let got = chunks(&app, answer_c, &cfg).await;
+    assert!(
+        got.contains(
+            &json!(["updates", {"b": {"log": ["b:B"]}, "__metadata__": {"cached": true}}])
+        ),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&json!(["updates", {"c": {"log": ["c:C"]}}])),
+        "{got:?}"
+    );
+    let last = app.get_state(&cfg).await.unwrap();
+    assert_eq!(
+        last.values.to_json().unwrap(),
+        json!({"log": ["a", "b:B", "c:C", "d"]})
+    );
+    assert!(last.next.is_empty() && last.interrupts.is_empty());
+}
+
+#[tokio::test]
+async fn in_memory_parallel_interrupts() {
+    parallel_interrupts(InMemorySaver::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_parallel_interrupts() {
+    parallel_interrupts(SqliteSaver::in_memory().unwrap()).await;
+}
+
+/// `START -> a -> {b, d}`, `[b, d] -> e`; `b` fails while `fail` is set.
+async fn failed_sibling_is_retried_alone(saver: impl CheckpointSaver) {
+    let runs = Runs::default();
+    let fail = Arc::new(Mutex::new(true));
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    for name in ["a", "b", "d", "e"] {
+        let (runs, fail) = (runs.clone(), fail.clone());
+        g.add_node(name, move |_s: Json| {
+            runs.lock().unwrap().push(name.to_owned());
+            let failing = name == "b" && *fail.lock().unwrap();
+            async move {
+                if failing {
+                    // Fails after its sibling finished (the Python case sleeps).
+                    for _ in 0..3 {
+                        tokio::task::yield_now().await;
+                    }
+                    return Err(NodeError::new("ValueError", "boom"));
+                }
+                Ok::<_, NodeError>(json!({"log": [name]}))
+            }
+        })
+        .unwrap();
+    }
+    g.add_edge(START, "a").unwrap();
+    g.add_edge("a", "b").unwrap();
+    g.add_edge("a", "d").unwrap();
+    g.add_waiting_edge(["b", "d"], "e").unwrap();
+    let app = g
+        .compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap();
+    let cfg = RunnableConfig::thread("f");
+    let err = app.invoke(json!({"log": []}), &cfg).await.unwrap_err();
+    assert!(err.to_string().contains("boom"), "{err}");
+
+    let state = app.get_state(&cfg).await.unwrap();
+    assert_eq!(state.values.to_json().unwrap(), json!({"log": ["a", "d"]}));
+    assert_eq!(state.next, ["b"]);
+    let failed = state.tasks.iter().find(|t| t.name == "b").unwrap();
+    assert_eq!(failed.error.as_deref(), Some("ValueError('boom')"));
+    let done = state.tasks.iter().find(|t| t.name == "d").unwrap();
+    assert_eq!(
+        done.result.as_ref().unwrap().to_json().unwrap(),
+        json!({"log": ["d"]})
+    );
+
+    *fail.lock().unwrap() = false;
+    runs.lock().unwrap().clear();
+    let got = chunks(&app, Input::Resume, &cfg).await;
+    assert_eq!(
+        got,
+        [
+            json!(["values", {"log": ["a"]}]),
+            json!(["updates", {"d": {"log": ["d"]}, "__metadata__": {"cached": true}}]),
+            json!(["updates", {"b": {"log": ["b"]}}]),
+            json!(["values", {"log": ["a", "b", "d"]}]),
+            json!(["updates", {"e": {"log": ["e"]}}]),
+            json!(["values", {"log": ["a", "b", "d", "e"]}]),
+        ]
+    );
+    assert_eq!(*runs.lock().unwrap(), ["b", "e"]);
+}
+
+#[tokio::test]
+async fn in_memory_failed_sibling_is_retried_alone() {
+    failed_sibling_is_retried_alone(InMemorySaver::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_failed_sibling_is_retried_alone() {
+    failed_sibling_is_retried_alone(SqliteSaver::in_memory().unwrap()).await;
+}
+
+fn chain(saver: impl CheckpointSaver) -> CompiledStateGraph {
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    for name in ["a", "b", "c"] {
+        g.add_node(name, move |_s: Json| async move {
+            Ok::<_, NodeError>(json!({"log": [name]}))
+        })
+        .unwrap();
+    }
+    g.add_edge(START, "a").unwrap();
+    g.add_edge("a", "b").unwrap();
+    g.add_edge("b", "c").unwrap();
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+/// `[step, source, next, log]` of each checkpoint, newest first.
+async fn summary(app: &CompiledStateGraph, cfg: &RunnableConfig) -> Vec<Json> {
+    app.get_state_history(cfg, ListQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| {
+            let metadata = s.metadata.unwrap().to_json();
+            json!([
+                metadata["step"],
+                metadata["source"],
+                s.next,
+                s.values.to_json().unwrap()["log"]
+            ])
+        })
+        .collect()
+}
+
+async fn time_travel(make: impl Fn() -> CompiledStateGraph) {
+    // Replaying from the checkpoint before `b` saves a fork, then runs b, c.
+    let app = make();
+    let cfg = RunnableConfig::thread("t");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let history = app
+        .get_state_history(&cfg, ListQuery::default())
+        .await
+        .unwrap();
+    let before_b = &history[2];
+    assert_eq!(before_b.next, ["b"]);
+    let id = before_b.config.checkpoint_id.clone().unwrap();
+    let old = RunnableConfig::thread("t").with_checkpoint_id(id.clone());
+    let got = chunks(&app, Input::Resume, &old).await;
+    assert_eq!(
+        got,
+        [
+            json!(["values", {"log": ["a"]}]),
+            json!(["updates", {"b": {"log": ["b"]}}]),
+            json!(["values", {"log": ["a", "b"]}]),
+            json!(["updates", {"c": {"log": ["c"]}}]),
+            json!(["values", {"log": ["a", "b", "c"]}]),
+        ]
+    );
+    let after = app
+        .get_state_history(&cfg, ListQuery::default())
+        .await
+        .unwrap();
+    let fork = &after[2];
+    assert_eq!(fork.parent_config.as_ref().unwrap().checkpoint_id, Some(id));
+    assert_eq!(
+        summary(&app, &cfg).await,
+        [
+            json!([4, "loop", [], ["a", "b", "c"]]),
+            json!([3, "loop", ["c"], ["a", "b"]]),
+            json!([2, "fork", ["b"], ["a"]]),
+            json!([3, "loop", [], ["a", "b", "c"]]),
+            json!([2, "loop", ["c"], ["a", "b"]]),
+            json!([1, "loop", ["b"], ["a"]]),
+            json!([0, "loop", ["a"], []]),
+            json!([-1, "input", ["__start__"], []]),
+        ]
+    );
+
+    // Updating a past checkpoint branches from it; resuming the returned
+    // checkpoint runs from there with no extra fork.
+    let app = make();
+    let cfg = RunnableConfig::thread("t2");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let history = app
+        .get_state_history(&cfg, ListQuery::default())
+        .await
+        .unwrap();
+    let old = RunnableConfig::thread("t2")
+        .with_checkpoint_id(history[2].config.checkpoint_id.clone().unwrap());
+    let updated = app
+        .update_state(
+            &old,
+            Some(Value::from_json(json!({"log": ["patched"]}))),
+            None,
+        )
+        .await
+        .unwrap();
+    let from = RunnableConfig::thread("t2").with_checkpoint_id(updated.checkpoint_id.unwrap());
+    let got = chunks(&app, Input::Resume, &from).await;
+    assert_eq!(
+        got.first(),
+        Some(&json!(["values", {"log": ["a", "patched"]}]))
+    );
+    assert_eq!(
+        summary(&app, &cfg).await[..3],
+        [
+            json!([4, "loop", [], ["a", "patched", "b", "c"]]),
+            json!([3, "loop", ["c"], ["a", "patched", "b"]]),
+            json!([2, "update", ["b"], ["a", "patched"]]),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn in_memory_time_travel() {
+    time_travel(|| chain(InMemorySaver::new())).await;
+}
+
+#[tokio::test]
+async fn sqlite_time_travel() {
+    time_travel(|| chain(SqliteSaver::in_memory().unwrap())).await;
+}
