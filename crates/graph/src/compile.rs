@@ -146,6 +146,7 @@ impl StateGraph {
                 ],
             );
             node.set_retry(spec.retry.clone());
+            node.set_subgraph(spec.subgraph.is_some());
             node.set_metadata(spec.metadata.clone());
             if let Some(policy) = &spec.cache {
                 node.set_cache_policy(policy.clone());

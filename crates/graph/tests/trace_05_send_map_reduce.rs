@@ -4,13 +4,10 @@
 //!
 //! The Python graph is compiled with an `InMemorySaver`, but `updates` and
 //! `final` do not depend on it (each run uses a fresh thread), so they are
-//! ported without a checkpointer. `history` runs on an `InMemorySaver`: each
-//! checkpoint's `values`, `next` and `metadata`, and the parent links.
-//!
-//! Not ported yet:
-//! - `tasks` — the `tasks` stream mode is not implemented.
-//! - `history[*].tasks` — needs pending writes (task results are read from
-//!   the writes saved against each checkpoint).
+//! ported without a checkpointer. `history` (with each checkpoint's tasks and
+//! their results, read from the saved pending writes) and `tasks` (the
+//! `tasks` stream mode, whose task ids come from the checkpoints) run on an
+//! `InMemorySaver`. Every observation is ported.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -20,13 +17,16 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::{InMemorySaver, ListQuery};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, NodeError, Route, START, Schema, Send, StateGraph,
     StreamMode,
 };
-use support::{assert_steps_eq, assert_trace, fixture, invoke, node, py_str, stream_ok};
+use support::{
+    assert_steps_eq, assert_trace, assert_trace_ids, fixture, history_json, invoke, node, py_str,
+    stream_ok,
+};
 
 fn expected(key: &str) -> Json {
     fixture("05_send_map_reduce")[key].clone()
@@ -162,28 +162,16 @@ async fn trace_05_history() {
         .unwrap();
     let config = RunnableConfig::thread("send");
     invoke(&app, input(), &config).await;
-    let history = app
-        .get_state_history(&config, ListQuery::default())
-        .await
+    assert_trace_ids(&history_json(&app, &config).await, &expected("history"));
+}
+
+#[tokio::test]
+async fn trace_05_tasks() {
+    let app = graph()
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
         .unwrap();
-    let expected = expected("history");
-    let expected = expected.as_array().unwrap();
-    assert_eq!(history.len(), expected.len());
-    for (i, (snapshot, want)) in history.iter().zip(expected).enumerate() {
-        let actual = json!({
-            "values": snapshot.values.to_json().unwrap(),
-            "next": snapshot.next,
-            "metadata": snapshot.metadata.as_ref().unwrap().to_json(),
-        });
-        let want = json!({
-            "values": want["values"],
-            "next": want["next"],
-            "metadata": want["metadata"],
-        });
-        assert_trace(&actual, &want);
-        // Each checkpoint's parent is the next older one; the oldest has none.
-        let parent = snapshot.parent_config.as_ref().map(|p| &p.checkpoint_id);
-        let older = history.get(i + 1).map(|s| &s.config.checkpoint_id);
-        assert_eq!(parent, older);
-    }
+    let config = RunnableConfig::thread("send-t");
+    let streamed = stream_ok(&app, input(), &config, StreamMode::Tasks).await;
+    // The jokes finish in the order their delays give (dogs, eels, cats).
+    assert_trace_ids(&streamed.payloads(), &expected("tasks"));
 }

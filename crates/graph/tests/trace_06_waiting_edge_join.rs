@@ -1,10 +1,8 @@
 //! Golden trace 06: a waiting edge `add_edge([a, b2], c)` runs `c` once, after
 //! both sources finished (in different supersteps); two plain edges `a -> c`
 //! and `b2 -> c` run `c` once per superstep in which a source finished.
-//!
-//! Not ported yet:
-//! - `join.debug_task_triggers`, `separate_edges.debug_task_triggers` — the
-//!   `debug` stream mode is not implemented.
+//! Also the triggers each task's `debug` event names. Every observation is
+//! ported.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -86,4 +84,47 @@ async fn trace_06_separate_edges_updates() {
 #[tokio::test]
 async fn trace_06_separate_edges_final() {
     check_final(false, "separate_edges").await;
+}
+
+/// `[step, name, triggers]` of the `debug` task events, sorted within a step.
+async fn check_debug_triggers(join: bool, kind: &str) {
+    let streamed = stream_ok(
+        &build(join),
+        json!({"log": []}),
+        &RunnableConfig::default(),
+        StreamMode::Debug,
+    )
+    .await;
+    let mut tasks: Vec<Json> = streamed
+        .payloads()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["type"] == "task")
+        .map(|event| {
+            json!([
+                event["step"],
+                event["payload"]["name"],
+                event["payload"]["triggers"]
+            ])
+        })
+        .collect();
+    let mut want = expected(kind, "debug_task_triggers")
+        .as_array()
+        .unwrap()
+        .clone();
+    let key = |j: &Json| (j[0].as_i64(), j.to_string());
+    tasks.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(tasks, want);
+}
+
+#[tokio::test]
+async fn trace_06_join_debug_task_triggers() {
+    check_debug_triggers(true, "join").await;
+}
+
+#[tokio::test]
+async fn trace_06_separate_edges_debug_task_triggers() {
+    check_debug_triggers(false, "separate_edges").await;
 }

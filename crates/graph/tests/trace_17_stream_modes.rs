@@ -5,13 +5,13 @@
 //! `subgraphs=True`; its whole final state is its update, so the parent's
 //! `log` gets `a`, `b` again: README semantics #4).
 //!
-//! The Python graph is compiled with an `InMemorySaver`; these observations
-//! do not depend on it (each run uses a fresh thread).
+//! The Python graph is compiled with an `InMemorySaver`; most observations
+//! do not depend on it (each run uses a fresh thread); `checkpoints` and
+//! `debug` (its checkpoint events) are checked with a saver.
 //!
 //! Not ported yet:
-//! - `checkpoints`, `subgraphs_checkpoints` — needs a checkpointer (and the
-//!   `checkpoints` stream mode).
-//! - `debug` — its checkpoint events need a checkpointer.
+//! - `subgraphs_checkpoints` — subgraphs do not checkpoint under their own
+//!   namespace yet.
 //! - `v2_parts` — LangGraph's v2 stream parts are a Python output format;
 //!   our chunks already carry `namespace`, `mode` and `data`.
 //! - `default_mode` — `stream` takes its modes explicitly; there is no
@@ -23,9 +23,11 @@
 mod support;
 
 use serde_json::{Value as Json, json};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
-    CompiledStateGraph, END, NodeError, START, Schema, StateGraph, StreamMode, TaskContext,
+    CompileOptions, CompiledStateGraph, END, NodeError, START, Schema, StateGraph, StreamMode,
+    TaskContext,
 };
 use support::{assert_trace, assert_trace_ids, fixture, invoke, stream_ok};
 
@@ -33,7 +35,7 @@ fn expected(key: &str) -> Json {
     fixture("17_stream_modes")[key].clone()
 }
 
-fn app() -> CompiledStateGraph {
+fn graph() -> StateGraph {
     let mut child = StateGraph::new(Schema::new().append("log"));
     child
         .add_node("inner", |_s: Json, ctx: TaskContext| async move {
@@ -63,7 +65,17 @@ fn app() -> CompiledStateGraph {
     g.add_edge("a", "b").unwrap();
     g.add_edge("b", "sub").unwrap();
     g.add_edge("sub", END).unwrap();
-    g.compile().unwrap()
+    g
+}
+
+fn app() -> CompiledStateGraph {
+    graph().compile().unwrap()
+}
+
+fn saved_app() -> CompiledStateGraph {
+    graph()
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap()
 }
 
 async fn check_mode(mode: StreamMode) {
@@ -153,4 +165,29 @@ async fn trace_17_subgraphs_single_mode() {
 async fn trace_17_subgraphs_multi() {
     let streamed = stream_subgraphs(StreamMode::Updates | StreamMode::Custom, true).await;
     assert_trace_ids(&streamed, &expected("subgraphs_multi"));
+}
+
+#[tokio::test]
+async fn trace_17_checkpoints() {
+    let cfg = RunnableConfig::thread("m3");
+    let streamed = stream_ok(
+        &saved_app(),
+        json!({"log": []}),
+        &cfg,
+        StreamMode::Checkpoints,
+    )
+    .await;
+    assert_trace_ids(&streamed.payloads(), &expected("checkpoints"));
+}
+
+#[tokio::test]
+async fn trace_17_debug() {
+    let cfg = RunnableConfig::thread("m5");
+    let streamed = stream_ok(&saved_app(), json!({"log": []}), &cfg, StreamMode::Debug).await;
+    // Timestamps are run-dependent; the recording leaves them out.
+    let mut events = streamed.payloads();
+    for event in events.as_array_mut().unwrap() {
+        event.as_object_mut().unwrap().remove("timestamp");
+    }
+    assert_trace_ids(&events, &expected("debug"));
 }

@@ -4,9 +4,10 @@
 //! `IsLastStep` managed values (L-1 … 0, true only when one step remains)
 //! let a router stop gracefully; managed keys are not part of the output.
 //!
-//! Not ported yet:
-//! - `limit5_saved_state`, `limit5_saved_next` — need a checkpointer
-//!   (`get_state` after the failed run).
+//! The state saved when the limit stops a checkpointed run
+//! (`limit5_saved_state`, `limit5_saved_next`) is checked with a saver.
+//!
+//! Not ported:
 //! - `is_recursion_error_subclass` — Python's exception class hierarchy
 //!   (`GraphRecursionError` subclasses `RecursionError`); our errors are enum
 //!   variants with a class name, so there is nothing to observe.
@@ -20,8 +21,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value as Json, json};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::RunnableConfig;
-use stategraph_graph::{END, PathMap, START, Schema, StateGraph};
+use stategraph_graph::{CompileOptions, END, PathMap, START, Schema, StateGraph};
 use support::{assert_trace, catch_invoke, fixture, invoke, node};
 
 fn expected(key: &str) -> Json {
@@ -62,9 +64,18 @@ async fn trace_19_limit5() {
     add_loop(&mut g);
     g.add_edge(START, "loop").unwrap();
     g.add_edge("loop", "loop").unwrap();
-    let app = g.compile().unwrap();
-    let out = catch_invoke(&app, json!({"n": 0, "seen": []}), &limit(5)).await;
+    let app = g
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap();
+    let config = RunnableConfig::thread("r1").with_recursion_limit(5);
+    let out = catch_invoke(&app, json!({"n": 0, "seen": []}), &config).await;
     assert_trace(&out, &expected("limit5"));
+    let saved = app.get_state(&RunnableConfig::thread("r1")).await.unwrap();
+    assert_trace(
+        &saved.values.to_json().unwrap(),
+        &expected("limit5_saved_state"),
+    );
+    assert_eq!(json!(saved.next), expected("limit5_saved_next"));
 }
 
 /// Runs the case's endless `count` loop with the default limit; returns the

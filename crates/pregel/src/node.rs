@@ -259,6 +259,8 @@ pub struct PregelNode {
     pub(crate) hidden: bool,
     pub(crate) metadata: stategraph_core::JsonMap,
     pub(crate) cache: Option<crate::CachePolicy>,
+    // Whether the node runs a subgraph (shown in checkpoint events).
+    pub(crate) subgraph: bool,
 }
 
 impl fmt::Debug for PregelNode {
@@ -290,7 +292,14 @@ impl PregelNode {
             hidden: false,
             metadata: stategraph_core::JsonMap::new(),
             cache: None,
+            subgraph: false,
         }
+    }
+
+    /// Marks the node as running a subgraph (checkpoint events then show
+    /// the namespace its state lives under).
+    pub fn set_subgraph(&mut self, subgraph: bool) {
+        self.subgraph = subgraph;
     }
 
     /// Adds a trigger channel.

@@ -402,6 +402,8 @@ struct Loop {
     resumed: Option<persist::Resumed>,
     // The source of the checkpoint the run loaded.
     loaded_source: Option<CheckpointSource>,
+    // The checkpoint saved last, until `checkpoints` chunks show it.
+    announced: Option<persist::Announced>,
     // Static breakpoints, and per channel the version they last saw
     // (LangGraph's `versions_seen["__interrupt__"]`): a breakpoint fires only
     // when some channel changed since the run last stopped or resumed.
@@ -480,6 +482,7 @@ impl Loop {
             persist: None,
             resumed: None,
             loaded_source: None,
+            announced: None,
             before: Breakpoints::default(),
             after: Breakpoints::default(),
             interrupt_seen: vec![None; count],
@@ -533,12 +536,13 @@ impl Loop {
                 return Err(PregelError::GraphRecursion { limit: self.limit });
             }
             let mut tasks = self.prepare_tasks(&updated)?;
-            if tasks.is_empty() {
-                return Ok(());
-            }
             if self.persist.is_some() {
                 self.identify(&mut tasks);
+                self.announce_checkpoint(&tasks);
                 self.reattach(&mut tasks)?;
+            }
+            if tasks.is_empty() {
+                return Ok(());
             }
             if self.breakpoint(&self.before, tasks.iter().map(|t| t.node)) {
                 self.stop_at_breakpoint();
@@ -585,6 +589,12 @@ impl Loop {
             }
             self.step += 1;
             if stop_after {
+                if self.announced.is_some() {
+                    // The saved checkpoint is shown with the tasks it leaves.
+                    let mut next = self.prepare_tasks(&updated)?;
+                    self.identify(&mut next);
+                    self.announce_checkpoint(&next);
+                }
                 self.stop_at_breakpoint();
                 return Ok(());
             }
@@ -1161,13 +1171,7 @@ impl Loop {
             if sink.wants(StreamMode::Debug) {
                 sink.push(
                     StreamMode::Debug,
-                    Value::new(DebugEvent {
-                        step: self.step,
-                        timestamp: chrono::Utc::now()
-                            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-                        kind,
-                        payload: payload.clone(),
-                    }),
+                    debug_event(self.step, kind, payload.clone()),
                 );
             }
             sink.push(StreamMode::Tasks, Value::new(payload));
@@ -1183,20 +1187,16 @@ impl Loop {
         let triggers: Vec<Arc<str>> = match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
             TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            TaskPath::Pull(id) => {
-                let offset = self.graph.seen_offset[id];
-                let mut fired: Vec<Arc<str>> = node
+            // LangGraph names every trigger of the node, sorted (the same
+            // list its task id hashes), not only the ones that fired.
+            TaskPath::Pull(_) => {
+                let mut triggers: Vec<Arc<str>> = node
                     .triggers
                     .iter()
-                    .enumerate()
-                    .filter(|(i, c)| {
-                        self.channels.get(**c).is_available()
-                            && (!self.ran[id] || self.versions[**c] > self.seen[offset + i])
-                    })
-                    .map(|(_, c)| self.graph.shape.channel_name_arc(*c))
+                    .map(|c| self.graph.shape.channel_name_arc(*c))
                     .collect();
-                fired.sort();
-                fired
+                triggers.sort();
+                triggers
             }
         };
         let id = self.task_id(task);
@@ -1648,6 +1648,20 @@ struct TaskResult {
 /// Where a run's tasks send their writes to be saved: task id, task path,
 /// `(channel, value)` pairs.
 pub(crate) type WriteSender = futures::channel::mpsc::UnboundedSender<persist::TaskWrites>;
+
+/// A `debug` chunk of an event of this kind at this step, timestamped now.
+fn debug_event<P: Serialize + std::marker::Send + Sync + 'static>(
+    step: i64,
+    kind: &'static str,
+    payload: P,
+) -> Value {
+    Value::new(DebugEvent {
+        step,
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        kind,
+        payload,
+    })
+}
 
 /// A `debug` chunk: a task event with its step and time.
 #[derive(Clone, Debug, Serialize)]
