@@ -9,9 +9,11 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::json;
 use stategraph_channels::{BinaryOperatorAggregate, LastValue, reducers};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::{List, RunnableConfig, Value};
 use stategraph_graph::{
-    CompiledStateGraph, END, NodeError, START, Schema, Send, StateGraph, StateValues,
+    CompileOptions, CompiledStateGraph, Durability, END, NodeError, RunOptions, START, Schema,
+    Send, StateGraph, StateValues,
 };
 use stategraph_pregel::{NodeUpdate, StreamMode, UpdatePayload};
 
@@ -29,23 +31,43 @@ pub(crate) fn workloads() -> Vec<Workload> {
         },
         Workload {
             name: "fanout_to_subgraph_10x",
-            setup: || fanout_runner(10),
+            setup: || fanout_runner(10, false),
         },
         Workload {
             name: "fanout_to_subgraph_100x",
-            setup: || fanout_runner(100),
+            setup: || fanout_runner(100, false),
+        },
+        Workload {
+            name: "fanout_to_subgraph_10x_checkpoint",
+            setup: || fanout_runner(10, true),
+        },
+        Workload {
+            name: "fanout_to_subgraph_100x_checkpoint",
+            setup: || fanout_runner(100, true),
         },
         Workload {
             name: "wide_dict_25x300",
-            setup: || wide_runner(5, 5, 300),
+            setup: || wide_runner(5, 5, 300, false),
+        },
+        Workload {
+            name: "wide_dict_25x300_checkpoint",
+            setup: || wide_runner(5, 5, 300, true),
         },
         Workload {
             name: "wide_dict_15x600",
-            setup: || wide_runner(3, 5, 600),
+            setup: || wide_runner(3, 5, 600, false),
+        },
+        Workload {
+            name: "wide_dict_15x600_checkpoint",
+            setup: || wide_runner(3, 5, 600, true),
         },
         Workload {
             name: "wide_dict_9x1200",
-            setup: || wide_runner(3, 3, 1200),
+            setup: || wide_runner(3, 3, 1200, false),
+        },
+        Workload {
+            name: "wide_dict_9x1200_checkpoint",
+            setup: || wide_runner(3, 3, 1200, true),
         },
         Workload {
             name: "sequential_1000_first_event_latency",
@@ -69,6 +91,19 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
 }
 
+/// Compiles a workload's graph; `checkpoint` gives it one in-memory saver,
+/// shared by every repetition (the `*_checkpoint` variants).
+pub(crate) fn compile(builder: &StateGraph, checkpoint: bool) -> CompiledStateGraph {
+    let options = if checkpoint {
+        CompileOptions::new().checkpointer(InMemorySaver::new())
+    } else {
+        CompileOptions::new()
+    };
+    builder
+        .compile_with(options)
+        .unwrap_or_else(|err| panic!("{err}"))
+}
+
 /// The run configuration of every workload: a fresh thread, no recursion limit.
 fn config(run: usize) -> RunnableConfig {
     RunnableConfig::thread(format!("bench-{run}")).with_recursion_limit(1_000_000_000)
@@ -82,8 +117,11 @@ fn run_updates(
     run: usize,
 ) -> Vec<Arc<NodeUpdate>> {
     rt.block_on(async {
+        // Durability `exit`: a graph with a checkpointer saves one
+        // checkpoint per run, when it ends.
+        let options = RunOptions::new().durability(Durability::Exit);
         graph
-            .stream(input.clone(), &config(run), StreamMode::Updates)
+            .stream_with(input.clone(), &config(run), StreamMode::Updates, options)
             .map(|chunk| {
                 let chunk = chunk.unwrap_or_else(|err| panic!("the run failed: {err}"));
                 chunk
@@ -287,7 +325,7 @@ fn first_joke(state: &StateValues) -> &str {
         .unwrap_or_default()
 }
 
-fn fanout_runner(n: usize) -> Runner {
+fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
     let mut parent = StateGraph::new(
         Schema::new()
             .key("subjects", LastValue::<Value>::new())
@@ -322,7 +360,7 @@ fn fanout_runner(n: usize) -> Runner {
         Ok(())
     })();
     result.unwrap_or_else(|err| panic!("{err}"));
-    let graph = parent.compile().unwrap_or_else(|err| panic!("{err}"));
+    let graph = compile(&parent, checkpoint);
     let letters = b"abcdefghijklmnopqrstuvwxyz";
     let subjects: Vec<Value> = (0..n)
         .map(|i| {
@@ -588,11 +626,8 @@ pub(crate) fn wide_document(outer: usize, inner: usize) -> Value {
     Value::new(outer_map)
 }
 
-fn wide_runner(outer: usize, inner: usize, n: usize) -> Runner {
-    let graph = wide_builder(n)
-        .compile()
-        .unwrap_or_else(|err| panic!("{err}"));
-    wide_run(graph, outer, inner)
+fn wide_runner(outer: usize, inner: usize, n: usize, checkpoint: bool) -> Runner {
+    wide_run(compile(&wide_builder(n), checkpoint), outer, inner)
 }
 
 /// Runs a compiled wide graph (dict or typed state) on the input `{messages:

@@ -16,15 +16,27 @@ pub(crate) fn workloads() -> Vec<Workload> {
     vec![
         Workload {
             name: "wide_state_25x300",
-            setup: || runner(5, 5, 300),
+            setup: || runner(5, 5, 300, false),
+        },
+        Workload {
+            name: "wide_state_25x300_checkpoint",
+            setup: || runner(5, 5, 300, true),
         },
         Workload {
             name: "wide_state_15x600",
-            setup: || runner(3, 5, 600),
+            setup: || runner(3, 5, 600, false),
+        },
+        Workload {
+            name: "wide_state_15x600_checkpoint",
+            setup: || runner(3, 5, 600, true),
         },
         Workload {
             name: "wide_state_9x1200",
-            setup: || runner(3, 3, 1200),
+            setup: || runner(3, 3, 1200, false),
+        },
+        Workload {
+            name: "wide_state_9x1200_checkpoint",
+            setup: || runner(3, 3, 1200, true),
         },
         Workload {
             name: "wide_state_15x600_compilation",
@@ -166,9 +178,12 @@ fn builder(n: usize) -> StateGraph {
     graph
 }
 
-fn runner(outer: usize, inner: usize, n: usize) -> Runner {
-    let graph = builder(n).compile().unwrap_or_else(|err| panic!("{err}"));
-    crate::graphs::wide_run(graph, outer, inner)
+fn runner(outer: usize, inner: usize, n: usize, checkpoint: bool) -> Runner {
+    crate::graphs::wide_run(
+        crate::graphs::compile(&builder(n), checkpoint),
+        outer,
+        inner,
+    )
 }
 
 fn compilation() -> Runner {
