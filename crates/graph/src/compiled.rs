@@ -19,6 +19,8 @@ use crate::draw::{DrawableGraph, GraphStructure};
 pub struct CompiledStateGraph {
     pregel: Pregel,
     structure: Arc<GraphStructure>,
+    // Nodes that run a compiled graph, by node name.
+    subgraphs: Arc<[(String, CompiledStateGraph)]>,
 }
 
 impl fmt::Debug for CompiledStateGraph {
@@ -31,10 +33,55 @@ impl fmt::Debug for CompiledStateGraph {
 
 impl CompiledStateGraph {
     pub(crate) fn new(pregel: Pregel, graph: &StateGraph) -> Self {
+        let subgraphs: Vec<(String, CompiledStateGraph)> = graph
+            .node_order
+            .iter()
+            .filter_map(|name| {
+                let subgraph = graph.nodes.get(name)?.subgraph.clone()?;
+                Some((name.clone(), subgraph))
+            })
+            .collect();
         Self {
             pregel,
             structure: Arc::new(GraphStructure::from_builder(graph)),
+            subgraphs: subgraphs.into(),
         }
+    }
+
+    /// The nodes that run a compiled graph, with that graph (LangGraph's
+    /// `get_subgraphs`); with `recurse`, their own subgraphs too, named
+    /// `node|child`.
+    pub fn get_subgraphs(&self, recurse: bool) -> Vec<(String, CompiledStateGraph)> {
+        let mut found = Vec::new();
+        for (name, graph) in self.subgraphs.iter() {
+            found.push((name.clone(), graph.clone()));
+            if recurse {
+                for (child, grandchild) in graph.get_subgraphs(true) {
+                    found.push((format!("{name}|{child}"), grandchild));
+                }
+            }
+        }
+        found
+    }
+
+    /// The graph whose checkpoints live under `checkpoint_ns` (`""`: this
+    /// one; `node:task_id|child:task_id`: a subgraph's, at any depth).
+    fn for_namespace(&self, checkpoint_ns: &str) -> Result<&CompiledStateGraph> {
+        let mut graph = self;
+        for segment in checkpoint_ns.split('|').filter(|s| !s.is_empty()) {
+            let node = segment.split_once(':').map_or(segment, |(node, _)| node);
+            graph = graph
+                .subgraphs
+                .iter()
+                .find(|(name, _)| name == node)
+                .map(|(_, subgraph)| subgraph)
+                .ok_or_else(|| {
+                    stategraph_pregel::PregelError::InvalidGraph(format!(
+                        "checkpoint namespace {checkpoint_ns:?}: no subgraph node {node:?}"
+                    ))
+                })?;
+        }
+        Ok(graph)
     }
 
     /// The builder's nodes and edges, kept for drawing.
@@ -141,7 +188,36 @@ impl CompiledStateGraph {
     /// No checkpointer (`PregelError::NoCheckpointer`), no `thread_id` in the
     /// config (`PregelError::MissingThreadId`), or a saver error.
     pub async fn get_state(&self, config: &RunnableConfig) -> Result<StateSnapshot> {
-        self.pregel.get_state(config).await
+        let saver = self
+            .pregel
+            .checkpointer()
+            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
+        let graph = self.for_namespace(config.checkpoint_ns())?;
+        graph.pregel.get_state_in(saver, config).await
+    }
+
+    /// [`CompiledStateGraph::get_state`] with the state of every subgraph
+    /// a pending task runs, at any depth, in that task's `subgraph`
+    /// (LangGraph's `get_state(subgraphs=True)`).
+    ///
+    /// # Errors
+    /// As [`CompiledStateGraph::get_state`].
+    pub async fn get_state_with_subgraphs(&self, config: &RunnableConfig) -> Result<StateSnapshot> {
+        let mut snapshot = self.get_state(config).await?;
+        for task in &mut snapshot.tasks {
+            let Some(state) = &task.state else { continue };
+            let mut child = config
+                .clone()
+                .with_checkpoint_ns(state.checkpoint_ns.clone());
+            // The subgraph's latest checkpoint in that namespace.
+            child.configurable.checkpoint_id = None;
+            let nested = Box::pin(self.get_state_with_subgraphs(&child)).await?;
+            // An empty namespace (the subgraph has not checkpointed) stays unset.
+            if nested.metadata.is_some() {
+                task.subgraph = Some(Box::new(nested));
+            }
+        }
+        Ok(snapshot)
     }
 
     /// A thread's checkpoints, newest first (LangGraph's
@@ -155,7 +231,15 @@ impl CompiledStateGraph {
         config: &RunnableConfig,
         query: ListQuery,
     ) -> Result<Vec<StateSnapshot>> {
-        self.pregel.get_state_history(config, query).await
+        let saver = self
+            .pregel
+            .checkpointer()
+            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
+        let graph = self.for_namespace(config.checkpoint_ns())?;
+        graph
+            .pregel
+            .get_state_history_in(saver, config, query)
+            .await
     }
 
     /// Writes `values` (a JSON object or a state update) to a thread's state

@@ -257,10 +257,15 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
             Box::pin(async move {
                 let config = ctx.config().clone();
                 match graph
-                    .invoke_with(input, &config, ctx.subgraph_options())
+                    .pregel()
+                    .invoke_parts(input, &config, ctx.subgraph_options())
                     .await
                 {
-                    Ok(output) => Ok(NodeOutput::Value(output)),
+                    // The subgraph stopped on interrupts: so does this task.
+                    Ok((_, interrupts)) if !interrupts.is_empty() => {
+                        Err(stategraph_pregel::Interrupted(interrupts).into())
+                    }
+                    Ok((output, _)) => Ok(NodeOutput::Value(output)),
                     Err(stategraph_pregel::PregelError::ParentCommand(command)) => {
                         let mut command = *command;
                         command.graph = stategraph_pregel::CommandGraph::Current;

@@ -45,13 +45,14 @@ impl NodeError {
         self.source.as_deref()
     }
 
-    /// The interrupt this error carries, when the node returned the
-    /// [`Interrupted`](crate::Interrupted) of `TaskContext::interrupt`.
-    pub fn interrupt(&self) -> Option<&crate::Interrupt> {
+    /// The interrupts this error carries, when the node returned the
+    /// [`Interrupted`](crate::Interrupted) of `TaskContext::interrupt` (or of
+    /// a subgraph).
+    pub fn interrupts(&self) -> Option<&[crate::Interrupt]> {
         self.source
             .as_deref()
             .and_then(|source| source.downcast_ref::<crate::Interrupted>())
-            .map(|interrupted| &interrupted.0)
+            .map(|interrupted| interrupted.0.as_slice())
     }
 
     /// `Class('message')`, the form LangGraph stores for a failed task (the

@@ -434,19 +434,21 @@ pub(crate) enum TaskIdPath<'a> {
 
 /// LangGraph's task id in a run with a checkpointer: xxh3-128 of the bytes
 /// of the checkpoint the step started from, then (without separators) the
-/// task's namespace (the node name at the root), the step, the node name,
+/// task's namespace (the node name at the root, `ns|node` in a subgraph run
+/// whose checkpoint namespace is `ns`), the step, the node name,
 /// the path kind and the triggers or `Send` index; written like a UUID.
 /// A resumed run gives its tasks the ids they had, so saved writes find
 /// their task again.
 pub(crate) fn checkpoint_task_id(
     checkpoint: &[u8; 16],
+    namespace: &str,
     step: i64,
     node: &str,
     path: TaskIdPath<'_>,
 ) -> String {
     let mut bytes = Vec::with_capacity(96);
     bytes.extend_from_slice(checkpoint);
-    bytes.extend_from_slice(node.as_bytes());
+    bytes.extend_from_slice(namespace.as_bytes());
     bytes.extend_from_slice(step.to_string().as_bytes());
     bytes.extend_from_slice(node.as_bytes());
     match path {
@@ -485,18 +487,28 @@ pub struct TaskContext {
 /// the start, and this time `interrupt` returns the answer.
 ///
 /// It converts into [`NodeError`] like any error; the runtime recognises it
-/// there. An interrupt is never retried.
+/// there. An interrupt is never retried. A subgraph node returns the
+/// interrupts of its subgraph's run, possibly several.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Interrupted(pub crate::Interrupt);
+pub struct Interrupted(pub Vec<crate::Interrupt>);
+
+impl Interrupted {
+    fn one(interrupt: crate::Interrupt) -> Self {
+        Self(vec![interrupt])
+    }
+}
 
 impl fmt::Display for Interrupted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown = self
-            .0
-            .value
-            .to_json()
-            .map_or_else(|_| self.0.value.type_name().to_owned(), |j| j.to_string());
-        write!(f, "interrupted ({}): {shown}", self.0.id)
+        f.write_str("interrupted")?;
+        for interrupt in &self.0 {
+            let shown = interrupt.value.to_json().map_or_else(
+                |_| interrupt.value.type_name().to_owned(),
+                |j| j.to_string(),
+            );
+            write!(f, " ({}): {shown}", interrupt.id)?;
+        }
+        Ok(())
     }
 }
 
@@ -507,17 +519,39 @@ impl std::error::Error for Interrupted {}
 /// in the current attempt.
 pub(crate) struct Scratchpad {
     pub(crate) task_id: Arc<str>,
-    // `node:task_id`, what interrupt ids are hashed from.
-    namespace: String,
+    // `node:task_id` (after the run's own namespace, `|`-separated): the
+    // namespace of the task's interrupts and of its subgraph's checkpoints.
+    pub(crate) namespace: String,
+    // The checkpoint the task's step started from.
+    pub(crate) checkpoint: Option<stategraph_core::CheckpointId>,
     answers: Mutex<Vec<Value>>,
     reached: std::sync::atomic::AtomicUsize,
 }
 
 impl Scratchpad {
-    pub(crate) fn new(node: &str, task_id: Arc<str>, answers: Vec<Value>) -> Self {
+    /// `path` is the task's name within the run's namespace (the node name
+    /// at the root, `ns|node` in a subgraph run).
+    pub(crate) fn new(
+        path: &str,
+        task_id: Arc<str>,
+        checkpoint: Option<stategraph_core::CheckpointId>,
+        answers: Vec<Value>,
+    ) -> Self {
         Self {
-            namespace: format!("{node}:{task_id}"),
+            namespace: format!("{path}:{task_id}"),
             task_id,
+            checkpoint,
+            answers: Mutex::new(answers),
+            reached: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The same task with these recorded answers (a resumed run).
+    pub(crate) fn with_answers(&self, answers: Vec<Value>) -> Self {
+        Self {
+            task_id: self.task_id.clone(),
+            namespace: self.namespace.clone(),
+            checkpoint: self.checkpoint.clone(),
             answers: Mutex::new(answers),
             reached: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -555,7 +589,7 @@ impl Scratchpad {
             answers.push(answer.clone());
             return Ok(answer);
         }
-        Err(Interrupted(crate::Interrupt {
+        Err(Interrupted::one(crate::Interrupt {
             value,
             id: crate::Interrupt::id_for(&self.namespace, answers.len()),
         }))
@@ -576,13 +610,90 @@ pub(crate) struct RunInfo {
     /// Whether this run is a subgraph of another run.
     pub(crate) child: bool,
     /// The single answer of a `Command { resume }`, taken by the first
-    /// interrupt that has no answer of its own.
-    pub(crate) resume: Mutex<Option<Value>>,
+    /// interrupt that has no answer of its own (shared with subgraph runs).
+    pub(crate) resume: Arc<Mutex<Option<Value>>>,
+    /// Answers by interrupt id from `Command::resume_by_id` (shared with
+    /// subgraph runs).
+    pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
     /// The interrupts the run stopped on (what `invoke` reports).
     pub(crate) interrupts: Mutex<Vec<crate::Interrupt>>,
+    /// Where the run checkpoints, if it does.
+    pub(crate) scope: Option<PersistScope>,
+}
+
+/// Answers keyed by interrupt id.
+pub(crate) type AnswerMap = serde_json::Map<String, serde_json::Value>;
+
+/// Where a run checkpoints: its saver, its checkpoint namespace (`""` for a
+/// root graph, `node:task_id` for a subgraph run inside that task), and the
+/// checkpoints of the runs it is nested in (LangGraph's metadata `parents`).
+#[derive(Clone)]
+pub(crate) struct PersistScope {
+    pub(crate) saver: stategraph_checkpoint::SharedSaver,
+    pub(crate) checkpoint_ns: String,
+    pub(crate) durability: crate::Durability,
+    pub(crate) parents: std::collections::BTreeMap<String, stategraph_core::CheckpointId>,
+    /// A subgraph run: it resumes its namespace's checkpoint when there is
+    /// one (its parent task is running again), whatever its input.
+    pub(crate) nested: bool,
+}
+
+/// What a subgraph run takes from the task that runs it, when that task's
+/// run checkpoints.
+#[derive(Clone)]
+pub(crate) struct ParentRun {
+    pub(crate) scope: PersistScope,
+    pub(crate) resume: Arc<Mutex<Option<Value>>>,
+    pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
 }
 
 impl RunInfo {
+    /// A run's shared information; a subgraph run shares its parent's
+    /// resume answers and checkpoints under the parent task's namespace.
+    pub(crate) fn new(
+        config: RunnableConfig,
+        sink: Sink,
+        forward: Option<Sink>,
+        options: &RunOptions,
+        root_scope: Option<PersistScope>,
+    ) -> Self {
+        let (resume, answers, scope) = match &options.parent {
+            Some(parent) => (
+                parent.resume.clone(),
+                parent.answers.clone(),
+                Some(parent.scope.clone()),
+            ),
+            None => (Arc::default(), Arc::default(), root_scope),
+        };
+        Self {
+            config,
+            sink,
+            forward,
+            seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            context: options.context.clone(),
+            subgraphs: options.subgraphs,
+            child: options.nested,
+            resume,
+            answers,
+            interrupts: Mutex::new(Vec::new()),
+            scope,
+        }
+    }
+
+    pub(crate) fn answers(&self) -> Option<Arc<AnswerMap>> {
+        self.answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_answers(&self, answers: Option<Arc<AnswerMap>>) {
+        *self
+            .answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = answers;
+    }
+
     pub(crate) fn take_resume(&self) -> Option<Value> {
         self.resume
             .lock()
@@ -645,6 +756,8 @@ pub struct RunOptions {
     pub(crate) print: StreamModes,
     pub(crate) interrupt_before: Option<Vec<String>>,
     pub(crate) interrupt_after: Option<Vec<String>>,
+    // Set for a subgraph run inside a task of a checkpointing run.
+    pub(crate) parent: Option<ParentRun>,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -781,7 +894,7 @@ impl TaskContext {
         let value = Value::new(value);
         match &self.pad {
             Some(pad) => pad.interrupt(value, &self.run),
-            None => Err(Interrupted(crate::Interrupt {
+            None => Err(Interrupted::one(crate::Interrupt {
                 value,
                 id: crate::Interrupt::id_for(&format!("{}:{}", self.node, self.task_id()), 0),
             })),
@@ -837,8 +950,29 @@ impl TaskContext {
         } else {
             None
         };
+        let parent = match (&self.pad, &self.run.scope) {
+            (Some(pad), Some(scope)) => {
+                let mut parents = scope.parents.clone();
+                if let Some(id) = &pad.checkpoint {
+                    parents.insert(scope.checkpoint_ns.clone(), id.clone());
+                }
+                Some(ParentRun {
+                    scope: PersistScope {
+                        saver: scope.saver.clone(),
+                        checkpoint_ns: pad.namespace.clone(),
+                        durability: scope.durability,
+                        parents,
+                        nested: true,
+                    },
+                    resume: self.run.resume.clone(),
+                    answers: self.run.answers.clone(),
+                })
+            }
+            _ => None,
+        };
         RunOptions {
             nested: true,
+            parent,
             // The root stream prints forwarded chunks.
             print: StreamModes::NONE,
             interrupt_before: None,

@@ -25,8 +25,8 @@ use stategraph_core::{RunnableConfig, Value};
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, Reads, RunInfo, RunOptions, Scratchpad, Sink, StateValues,
-    TaskContext, WriteContext,
+    FreshReader, NodeOutput, PersistScope, Reads, RunInfo, RunOptions, Scratchpad, Sink,
+    StateValues, TaskContext, WriteContext,
 };
 use crate::retry;
 use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names};
@@ -124,21 +124,7 @@ impl Pregel {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> Result<Value> {
-        let output = self.inner.output.clone();
-        let mut stream = RunStream::start(
-            self.inner.clone(),
-            input.into(),
-            config.clone(),
-            StreamMode::Values.into(),
-            output,
-            options,
-        );
-        let mut latest = None;
-        while let Some(chunk) = stream.next().await {
-            latest = Some(chunk?.data);
-        }
-        let latest = latest.unwrap_or_else(Value::null);
-        let interrupts = stream.interrupts();
+        let (latest, interrupts) = self.invoke_parts(input, config, options).await?;
         if interrupts.is_empty() {
             return Ok(latest);
         }
@@ -158,6 +144,46 @@ impl Pregel {
             .unwrap_or_default();
         pairs.push((Arc::from(names::INTERRUPT), Value::new(interrupts)));
         Ok(Value::new(StateValues::new(pairs)))
+    }
+
+    /// [`Pregel::invoke_with`] with the output and the interrupts the run
+    /// stopped on apart (LangGraph's `invoke(version="v2")`): the output is
+    /// the state without `__interrupt__`.
+    ///
+    /// # Errors
+    /// As [`Pregel::invoke`].
+    pub async fn invoke_parts(
+        &self,
+        input: impl Into<Input>,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> Result<(Value, Vec<Interrupt>)> {
+        let output = self.inner.output.clone();
+        let mut stream = RunStream::start(
+            self.inner.clone(),
+            input.into(),
+            config.clone(),
+            StreamMode::Values.into(),
+            output,
+            options,
+        );
+        let mut latest = None;
+        while let Some(chunk) = stream.next().await {
+            latest = Some(chunk?.data);
+        }
+        let mut latest = latest.unwrap_or_else(Value::null);
+        if let Some(values) = latest.downcast_ref::<StateValues>()
+            && values.get(names::INTERRUPT).is_some()
+        {
+            let pairs = values
+                .pairs()
+                .iter()
+                .filter(|(key, _)| &**key != names::INTERRUPT)
+                .cloned()
+                .collect();
+            latest = Value::new(StateValues::new(pairs));
+        }
+        Ok((latest, stream.interrupts()))
     }
 }
 
@@ -195,25 +221,24 @@ impl RunStream {
             namespace: Arc::from(Vec::new()),
             shown: output,
         };
-        let forward = options.forward.map(|forward| Sink {
+        let forward = options.forward.clone().map(|forward| Sink {
             queue: forward.queue,
             modes: forward.modes,
             namespace: forward.namespace,
             shown: graph.stream.clone(),
         });
-        let child = options.nested;
         let durability = options.durability;
-        let run_info = RunInfo {
-            config,
-            sink,
-            forward,
-            seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
-            context: options.context,
-            subgraphs: options.subgraphs,
-            child,
-            resume: std::sync::Mutex::new(None),
-            interrupts: std::sync::Mutex::new(Vec::new()),
+        let root_scope = match (&graph.checkpointer, options.nested) {
+            (Some(saver), false) => Some(PersistScope {
+                saver: saver.clone(),
+                checkpoint_ns: config.checkpoint_ns().to_owned(),
+                durability,
+                parents: std::collections::BTreeMap::new(),
+                nested: false,
+            }),
+            _ => None,
         };
+        let run_info = RunInfo::new(config, sink, forward, &options, root_scope);
         let before = options
             .interrupt_before
             .unwrap_or_else(|| graph.interrupt_before.clone());
@@ -499,13 +524,25 @@ impl Loop {
         self.before = Breakpoints::resolve(&self.graph, &before)?;
         self.after = Breakpoints::resolve(&self.graph, &after)?;
         let nested = self.run.child;
-        // Subgraph runs do not checkpoint yet (no namespaces).
-        let saver = self.graph.checkpointer.clone().filter(|_| !nested);
-        let result = match saver {
+        let result = match self.run.scope.clone() {
             None => self.steps(input).await,
-            Some(saver) => match persist::target_of(&self.run.config) {
-                Ok(target) => {
-                    self.persist = Some(Box::new(persist::Persist::new(saver, durability, target)));
+            Some(scope) => match persist::target_of(&self.run.config) {
+                Ok(mut target) => {
+                    if scope.nested {
+                        // A subgraph run: the latest checkpoint of its own namespace.
+                        target.checkpoint_ns = scope.checkpoint_ns;
+                        target.checkpoint_id = None;
+                    }
+                    let durability = if scope.nested {
+                        scope.durability
+                    } else {
+                        durability
+                    };
+                    self.persist = Some(Box::new(persist::Persist::new(
+                        scope.saver,
+                        durability,
+                        target,
+                    )));
                     let result = self.steps(input).await;
                     self.finish_persisted(result).await
                 }
@@ -1004,12 +1041,12 @@ impl Loop {
                 Ok(false)
             }
             Err(error) => {
-                if let Some(interrupt) = error.interrupt() {
-                    let interrupt = interrupt.clone();
+                if let Some(interrupts) = error.interrupts() {
+                    let interrupts = interrupts.to_vec();
                     if let Some(saves) = saves {
-                        self.save_interrupt(saves, task, &interrupt);
+                        self.save_interrupt(saves, task, &interrupts);
                     }
-                    self.emit_interrupt(task, interrupt);
+                    self.emit_interrupt(task, interrupts);
                     return Ok(true);
                 }
                 if let Some(saves) = saves {
@@ -1022,24 +1059,24 @@ impl Loop {
 
     /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
     /// the state with the same key in `values`, the `tasks` result.
-    fn emit_interrupt(&self, task: &Task, interrupt: Interrupt) {
-        self.run.record_interrupts(std::slice::from_ref(&interrupt));
+    fn emit_interrupt(&self, task: &Task, interrupts: Vec<Interrupt>) {
+        self.run.record_interrupts(&interrupts);
         if self.graph.nodes[task.node].hidden {
             return;
         }
         if self.wants_task_events() {
             let id = self.task_id(task);
             let name = self.graph.shape.node_name(task.node).clone();
-            let shown = Value::new(interrupt.clone());
+            let shown: Vec<Value> = interrupts.iter().cloned().map(Value::new).collect();
             self.emit_task_event("task_result", |_| TaskResult {
                 id: id.clone(),
                 name: name.clone(),
                 error: None,
                 result: StateValues::default(),
-                interrupts: vec![shown.clone()],
+                interrupts: shown.clone(),
             });
         }
-        self.emit_interrupts(&Value::new(vec![interrupt]), true);
+        self.emit_interrupts(&Value::new(interrupts), true);
     }
 
     /// `{"__interrupt__": interrupts}` to `updates`, and (with `values`) the
@@ -1605,7 +1642,7 @@ async fn run_with_retry(
                 NodeError::new("Panic", message)
             }
         };
-        if error.interrupt().is_some() {
+        if error.interrupts().is_some() {
             return Err(error);
         }
         let Some(policy) = retry::matching(policies, &error) else {

@@ -572,6 +572,11 @@ pub(crate) fn py_interrupts(value: &Json) -> Json {
 /// A `StateSnapshot` as `_common.py`'s `snapshot` encodes it (no
 /// `created_at`; configs under `configurable`).
 pub(crate) fn snapshot_json(snapshot: &stategraph_graph::StateSnapshot) -> Json {
+    py_interrupts(&snapshot_raw(snapshot))
+}
+
+/// [`snapshot_json`] with interrupts as we serialize them.
+fn snapshot_raw(snapshot: &stategraph_graph::StateSnapshot) -> Json {
     let config = |c: &stategraph_checkpoint::CheckpointConfig| {
         json!({"configurable": {
             "thread_id": c.thread_id,
@@ -592,13 +597,22 @@ pub(crate) fn snapshot_json(snapshot: &stategraph_graph::StateSnapshot) -> Json 
             if let Some(error) = &task.error {
                 out["error"] = json!(error);
             }
+            if let Some(state) = &task.state {
+                out["state"] = json!({"configurable": {
+                    "thread_id": state.thread_id,
+                    "checkpoint_ns": state.checkpoint_ns,
+                }});
+            }
+            if let Some(subgraph) = &task.subgraph {
+                out["state"] = snapshot_raw(subgraph);
+            }
             if let Some(result) = &task.result {
                 out["result"] = result.to_json().unwrap();
             }
             out
         })
         .collect();
-    py_interrupts(&json!({
+    json!({
         "values": snapshot.values.to_json().unwrap(),
         "next": snapshot.next,
         "config": config(&snapshot.config),
@@ -606,7 +620,7 @@ pub(crate) fn snapshot_json(snapshot: &stategraph_graph::StateSnapshot) -> Json 
         "parent_config": snapshot.parent_config.as_ref().map(config),
         "tasks": tasks,
         "interrupts": snapshot.interrupts.iter().map(|i| serde_json::to_value(i).unwrap()).collect::<Vec<_>>(),
-    }))
+    })
 }
 
 /// `_common.py`'s `history(app, config)`: every snapshot, newest first.

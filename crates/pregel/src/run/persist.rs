@@ -46,7 +46,7 @@ pub enum Durability {
 }
 
 /// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct StateSnapshot {
     /// The stream channels' values (a map by name, or the value itself for
@@ -88,6 +88,12 @@ pub struct PregelTask {
     pub interrupts: Vec<Interrupt>,
     /// A finished task's writes to the state keys.
     pub result: Option<Value>,
+    /// For a node that runs a subgraph: where that subgraph's checkpoints
+    /// are (read them with `get_state` on this address).
+    pub state: Option<CheckpointConfig>,
+    /// That subgraph's own state, when asked for (LangGraph's
+    /// `get_state(subgraphs=True)`).
+    pub subgraph: Option<Box<StateSnapshot>>,
 }
 
 /// Where a run saves and what it saved last.
@@ -174,12 +180,6 @@ impl Persist {
         WritesTarget::Save(self.saver.clone(), config)
     }
 
-    /// The 16 bytes task ids are hashed from: the id of the checkpoint the
-    /// current step started from (zeros before a thread's first checkpoint).
-    fn checkpoint_bytes(&self) -> [u8; 16] {
-        self.current.as_ref().map_or([0; 16], checkpoint_bytes)
-    }
-
     /// Exit durability: the writes of the step that just ran.
     pub(super) fn defer(&mut self, writes: Vec<TaskWrites>) {
         self.deferred = writes;
@@ -240,8 +240,6 @@ fn is_control(channel: &str) -> bool {
 /// The pending writes of a loaded checkpoint, by task.
 pub(super) struct Resumed {
     writes: Vec<PendingWrite>,
-    // Answers by interrupt id, from `Command::resume_by_id`.
-    answers: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Resumed {
@@ -347,14 +345,28 @@ impl Loop {
     /// scratchpad for its interrupts.
     pub(super) fn identify(&self, tasks: &mut [Task]) {
         if let Some(persist) = self.persist.as_ref() {
-            self.identify_from(&persist.checkpoint_bytes(), tasks);
+            let namespace = persist.target.checkpoint_ns.clone();
+            self.identify_from(persist.current.as_ref(), &namespace, tasks);
         }
     }
 
-    fn identify_from(&self, checkpoint: &[u8; 16], tasks: &mut [Task]) {
+    /// [`Loop::identify`] for the step after `checkpoint`, in a run whose
+    /// checkpoint namespace is `namespace`.
+    fn identify_from(
+        &self,
+        checkpoint: Option<&CheckpointId>,
+        namespace: &str,
+        tasks: &mut [Task],
+    ) {
         let graph = &self.graph;
+        let bytes = checkpoint.map_or([0; 16], checkpoint_bytes);
         for task in tasks.iter_mut() {
             let name = graph.shape.node_name(task.node);
+            let path = if namespace.is_empty() {
+                name.to_string()
+            } else {
+                format!("{namespace}|{name}")
+            };
             let id = match task.path {
                 TaskPath::Pull(node) => {
                     let mut triggers: Vec<&str> = graph.nodes[node]
@@ -363,13 +375,15 @@ impl Loop {
                         .map(|c| graph.shape.channel_name(*c))
                         .collect();
                     triggers.sort_unstable();
-                    checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Pull(&triggers))
+                    let kind = TaskIdPath::Pull(&triggers);
+                    checkpoint_task_id(&bytes, &path, self.step, name, kind)
                 }
                 TaskPath::Push(index) | TaskPath::Update(index) => {
-                    checkpoint_task_id(checkpoint, self.step, name, TaskIdPath::Push(index))
+                    checkpoint_task_id(&bytes, &path, self.step, name, TaskIdPath::Push(index))
                 }
             };
-            task.pad = Some(Arc::new(Scratchpad::new(name, Arc::from(id), Vec::new())));
+            let pad = Scratchpad::new(&path, Arc::from(id), checkpoint.cloned(), Vec::new());
+            task.pad = Some(Arc::new(pad));
         }
     }
 
@@ -396,13 +410,9 @@ impl Loop {
                     .transpose()?
                     .map(|answers| (*answers).clone())
                     .unwrap_or_default();
-                let pad = Arc::new(Scratchpad::new(
-                    self.graph.shape.node_name(task.node),
-                    pad.task_id.clone(),
-                    answers,
-                ));
-                if let Some(map) = &resumed.answers {
-                    pad.answer_from(map);
+                let pad = Arc::new(pad.with_answers(answers));
+                if let Some(map) = self.run.answers() {
+                    pad.answer_from(&map);
                 }
                 task.pad = Some(pad);
                 continue;
@@ -438,13 +448,15 @@ impl Loop {
         self.send_writes(saves, task, writes);
     }
 
-    /// Sends an interrupted task's interrupt, and the answers it consumed
+    /// Sends an interrupted task's interrupts, and the answers it consumed
     /// before it, to be saved.
-    pub(super) fn save_interrupt(&self, saves: &WriteSender, task: &Task, interrupt: &Interrupt) {
-        let mut writes = vec![(
-            names::INTERRUPT.to_owned(),
-            Value::new(vec![interrupt.clone()]),
-        )];
+    pub(super) fn save_interrupt(
+        &self,
+        saves: &WriteSender,
+        task: &Task,
+        interrupts: &[Interrupt],
+    ) {
+        let mut writes = vec![(names::INTERRUPT.to_owned(), Value::new(interrupts.to_vec()))];
         if let Some(pad) = &task.pad {
             let answers = pad.answered();
             if !answers.is_empty() {
@@ -487,7 +499,6 @@ impl Loop {
         self.step = tuple.metadata.step.unwrap_or(-1) + 1;
         self.resumed = Some(Resumed {
             writes: tuple.pending_writes,
-            answers: None,
         });
         let versions = self.versions.clone();
         if let Some(persist) = self.persist.as_mut() {
@@ -503,7 +514,16 @@ impl Loop {
     /// (empty = look at every node) and leaves `step` at the first step to run.
     pub(super) async fn start_persisted(&mut self, input: Input) -> Result<Vec<ChannelId>> {
         let existing = self.load().await?;
-        if existing && self.run.config.checkpoint_id().is_some() {
+        // A subgraph run whose namespace has a checkpoint belongs to a
+        // parent task that runs again (resumed, or retried): it continues
+        // where it stopped instead of starting over on its input.
+        let nested = self.run.scope.as_ref().is_some_and(|scope| scope.nested);
+        let input = if existing && nested {
+            Input::Resume
+        } else {
+            input
+        };
+        if existing && !nested && self.run.config.checkpoint_id().is_some() {
             self.travel(&input).await?;
         }
         self.stop = self.step + i64::try_from(self.limit).unwrap_or(i64::MAX - 1) + 1;
@@ -606,12 +626,11 @@ impl Loop {
             }
             _ => None,
         };
-        let resumed = self.resumed.get_or_insert_with(|| Resumed {
-            writes: Vec::new(),
-            answers: None,
-        });
+        let resumed = self
+            .resumed
+            .get_or_insert_with(|| Resumed { writes: Vec::new() });
         match by_id {
-            Some(map) => resumed.answers = Some(map),
+            Some(map) => self.run.set_answers(Some(Arc::new(map))),
             None => {
                 if resumed.pending_interrupts().len() > 1 {
                     return Err(PregelError::Runtime(
@@ -691,8 +710,11 @@ impl Loop {
         let Some(durability) = self.persist.as_ref().map(|p| p.durability) else {
             return Ok(());
         };
-        let metadata =
+        let mut metadata =
             CheckpointMetadata::new(source, self.step).merged_with_config(&self.run.config);
+        if let Some(scope) = &self.run.scope {
+            metadata.parents.clone_from(&scope.parents);
+        }
         let announce = self.run.wants(StreamMode::Checkpoints) || self.run.wants(StreamMode::Debug);
         let mut names: Vec<String> = updated
             .iter()
@@ -929,15 +951,16 @@ impl Loop {
             .map(|task| {
                 let name = graph.shape.node_name(task.node);
                 let id = task.pad.as_ref().map(|pad| pad.task_id.to_string());
-                let state = (graph.nodes[task.node].subgraph)
-                    .then(|| {
-                        let id = id.as_deref()?;
-                        Some(serde_json::json!({"configurable": {
+                let state = task
+                    .pad
+                    .as_ref()
+                    .filter(|_| graph.nodes[task.node].subgraph)
+                    .map(|pad| {
+                        serde_json::json!({"configurable": {
                             "thread_id": announced.config.thread_id,
-                            "checkpoint_ns": format!("{name}:{id}"),
-                        }}))
-                    })
-                    .flatten();
+                            "checkpoint_ns": pad.namespace,
+                        }})
+                    });
                 serde_json::json!({"id": id, "name": &**name, "interrupts": [], "state": state})
             })
             .collect();
@@ -970,22 +993,19 @@ impl Loop {
 
 /// A loop that only restores checkpoints (no sink, no run).
 pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
-    let run = RunInfo {
-        config: RunnableConfig::default(),
-        sink: Sink {
-            queue: Arc::default(),
-            modes: StreamModes::NONE,
-            namespace: Arc::from(Vec::new()),
-            shown: graph.stream.clone(),
-        },
-        forward: None,
-        seed: 0,
-        context: None,
-        subgraphs: false,
-        child: false,
-        resume: std::sync::Mutex::new(None),
-        interrupts: std::sync::Mutex::new(Vec::new()),
+    let sink = Sink {
+        queue: Arc::default(),
+        modes: StreamModes::NONE,
+        namespace: Arc::from(Vec::new()),
+        shown: graph.stream.clone(),
     };
+    let run = RunInfo::new(
+        RunnableConfig::default(),
+        sink,
+        None,
+        &crate::RunOptions::default(),
+        None,
+    );
     Loop::new(graph.clone(), run)
 }
 
@@ -1003,7 +1023,11 @@ fn snapshot(
     state.restore(&tuple.checkpoint)?;
     state.step = tuple.metadata.step.unwrap_or(-1) + 1;
     let mut tasks = state.prepare_tasks(&[])?;
-    state.identify_from(&checkpoint_bytes(&tuple.checkpoint.id), &mut tasks);
+    state.identify_from(
+        Some(&tuple.checkpoint.id),
+        &tuple.config.checkpoint_ns,
+        &mut tasks,
+    );
     // Planned without a previous step, LangGraph lists the `Send` tasks
     // first, then the triggered nodes in the order they were added.
     tasks.sort_by_key(|task| match task.path {
@@ -1012,7 +1036,6 @@ fn snapshot(
     });
     let saved = Resumed {
         writes: tuple.pending_writes.clone(),
-        answers: None,
     };
     let mut shown = Vec::with_capacity(tasks.len());
     let mut finished = Vec::new();
@@ -1064,6 +1087,12 @@ fn snapshot(
                 .flat_map(|w| interrupts_of(&w.value))
                 .collect(),
             result,
+            state: graph.nodes[task.node].subgraph.then(|| CheckpointConfig {
+                thread_id: tuple.config.thread_id.clone(),
+                checkpoint_ns: pad.namespace.clone(),
+                checkpoint_id: None,
+            }),
+            subgraph: None,
         });
     }
     if live && !finished.is_empty() {
@@ -1115,7 +1144,20 @@ impl Pregel {
     /// [`PregelError::NoCheckpointer`], [`PregelError::MissingThreadId`], a
     /// saver error, or a stored value that does not fit its channel.
     pub async fn get_state(&self, config: &RunnableConfig) -> Result<StateSnapshot> {
-        let saver = self.saver()?;
+        self.get_state_in(self.saver()?, config).await
+    }
+
+    /// [`Pregel::get_state`] through another graph's saver: the state of
+    /// this graph run as a subgraph of a graph that checkpoints (the
+    /// config's `checkpoint_ns` says where).
+    ///
+    /// # Errors
+    /// As [`Pregel::get_state`].
+    pub async fn get_state_in(
+        &self,
+        saver: &SharedSaver,
+        config: &RunnableConfig,
+    ) -> Result<StateSnapshot> {
         let target = target_of(config)?;
         match saver.get_tuple(&target).await? {
             Some(tuple) => snapshot(&self.inner, &tuple, target.checkpoint_id.is_none()),
@@ -1147,7 +1189,21 @@ impl Pregel {
         config: &RunnableConfig,
         query: ListQuery,
     ) -> Result<Vec<StateSnapshot>> {
-        let saver = self.saver()?;
+        self.get_state_history_in(self.saver()?, config, query)
+            .await
+    }
+
+    /// [`Pregel::get_state_history`] through another graph's saver (see
+    /// [`Pregel::get_state_in`]).
+    ///
+    /// # Errors
+    /// As [`Pregel::get_state_history`].
+    pub async fn get_state_history_in(
+        &self,
+        saver: &SharedSaver,
+        config: &RunnableConfig,
+        query: ListQuery,
+    ) -> Result<Vec<StateSnapshot>> {
         let target = target_of(config)?;
         let mut query = query;
         query.thread_id = Some(target.thread_id);
