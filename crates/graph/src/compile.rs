@@ -17,8 +17,8 @@ use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
 use stategraph_core::{FxBuild, Value};
 use stategraph_pregel::{
     ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
-    PregelBuilder, PregelError, PregelNode, Reads, StateValues, TaskContext, WriteContext, Writer,
-    names,
+    PregelBuilder, PregelError, PregelNode, Reads, StateValues, SubgraphCheckpoints, TaskContext,
+    WriteContext, Writer, names,
 };
 
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
@@ -59,7 +59,8 @@ impl StateGraph {
             .name(options.name.as_deref().unwrap_or("LangGraph"))
             .debug(options.debug)
             .interrupt_before(options.interrupt_before.iter().cloned())
-            .interrupt_after(options.interrupt_after.iter().cloned());
+            .interrupt_after(options.interrupt_after.iter().cloned())
+            .subgraph_checkpoints(options.subgraph_checkpoints);
         if let Some(cache) = options.cache {
             builder = builder.cache(cache);
         }
@@ -273,6 +274,7 @@ pub struct CompileOptions {
     debug: bool,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
+    subgraph_checkpoints: SubgraphCheckpoints,
 }
 
 impl CompileOptions {
@@ -334,6 +336,15 @@ impl CompileOptions {
         S: Into<String>,
     {
         self.interrupt_before = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How this graph checkpoints when a graph with a checkpointer runs it
+    /// as a subgraph (LangGraph's subgraph `checkpointer=None | True |
+    /// False`): per invocation (the default), per thread, or never.
+    #[must_use]
+    pub fn subgraph_checkpoints(mut self, mode: SubgraphCheckpoints) -> Self {
+        self.subgraph_checkpoints = mode;
         self
     }
 

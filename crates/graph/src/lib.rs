@@ -25,7 +25,8 @@ pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
     CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, NodeError, PregelTask,
-    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamMode, TaskContext,
+    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamMode, SubgraphCheckpoints,
+    TaskContext,
 };
 
 /// The entry pseudo-node.

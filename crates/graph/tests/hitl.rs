@@ -17,7 +17,7 @@ use stategraph_checkpoint_sqlite::SqliteSaver;
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
     Command, CompileOptions, CompiledStateGraph, NodeError, START, Schema, StateGraph, StreamMode,
-    TaskContext,
+    SubgraphCheckpoints, TaskContext,
 };
 use stategraph_pregel::{Input, StreamModes};
 
@@ -383,4 +383,101 @@ async fn in_memory_time_travel() {
 #[tokio::test]
 async fn sqlite_time_travel() {
     time_travel(|| chain(SqliteSaver::in_memory().unwrap())).await;
+}
+
+/// A parent `START -> sub` whose subgraph counts its invocations in a
+/// child-only key and asks a question on the first one.
+fn with_subgraph(
+    saver: impl CheckpointSaver,
+    mode: SubgraphCheckpoints,
+    runs: &Runs,
+) -> CompiledStateGraph {
+    let mut child = StateGraph::new(Schema::new().append("log").append("calls"));
+    let seen = runs.clone();
+    child
+        .add_node("count", move |s: Json| {
+            seen.lock().unwrap().push("count".into());
+            let calls = s["calls"].as_array().map_or(0, Vec::len);
+            async move { Ok::<_, NodeError>(json!({"calls": [calls + 1]})) }
+        })
+        .unwrap();
+    child
+        .add_node("ask", |s: Json, ctx: TaskContext| async move {
+            if s["calls"].as_array().map_or(0, Vec::len) > 1 {
+                return Ok(json!({"log": ["again"]}));
+            }
+            let answer = ctx.interrupt("first?")?.to_json()?;
+            Ok::<_, NodeError>(json!({"log": [answer]}))
+        })
+        .unwrap();
+    child.add_edge(START, "count").unwrap();
+    child.add_edge("count", "ask").unwrap();
+    let child = child
+        .compile_with(CompileOptions::new().subgraph_checkpoints(mode))
+        .unwrap();
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    g.add_node("sub", child).unwrap();
+    g.add_edge(START, "sub").unwrap();
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+async fn subgraph_checkpoint_modes(
+    make: impl Fn() -> Box<dyn Fn(SubgraphCheckpoints, &Runs) -> CompiledStateGraph>,
+) {
+    let resume = || Command::new().resume(Value::from_json(json!("yes")));
+    let make = make();
+
+    // Per invocation (the default): the resumed subgraph continues; `count`
+    // does not run again.
+    let runs = Runs::default();
+    let app = make(SubgraphCheckpoints::PerInvocation, &runs);
+    let cfg = RunnableConfig::thread("inv");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let out = app.invoke(resume(), &cfg).await.unwrap().to_json().unwrap();
+    assert_eq!(out["log"], json!(["yes"]));
+    assert_eq!(*runs.lock().unwrap(), ["count"]);
+
+    // Never: nothing of the subgraph is saved, so it starts over on resume.
+    let runs = Runs::default();
+    let app = make(SubgraphCheckpoints::Never, &runs);
+    let cfg = RunnableConfig::thread("never");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let out = app.invoke(resume(), &cfg).await.unwrap().to_json().unwrap();
+    assert_eq!(out["log"], json!(["yes"]));
+    assert_eq!(*runs.lock().unwrap(), ["count", "count"]);
+
+    // Per thread: a second invocation on the thread continues the state of
+    // the first (its `calls` key has one entry already, so it does not ask).
+    // The subgraph's whole `log` is its update, appended to the parent's:
+    // ["yes"] + (["yes"] + ["yes"] as input + ["again"]).
+    let runs = Runs::default();
+    let app = make(SubgraphCheckpoints::PerThread, &runs);
+    let cfg = RunnableConfig::thread("thread");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    app.invoke(resume(), &cfg).await.unwrap();
+    let out = app
+        .invoke(json!({"log": []}), &cfg)
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap();
+    assert_eq!(out["log"], json!(["yes", "yes", "yes", "again"]), "{out}");
+    assert_eq!(*runs.lock().unwrap(), ["count", "count"]);
+}
+
+#[tokio::test]
+async fn in_memory_subgraph_checkpoint_modes() {
+    subgraph_checkpoint_modes(|| {
+        Box::new(|mode, runs: &Runs| with_subgraph(InMemorySaver::new(), mode, runs))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_subgraph_checkpoint_modes() {
+    subgraph_checkpoint_modes(|| {
+        Box::new(|mode, runs: &Runs| with_subgraph(SqliteSaver::in_memory().unwrap(), mode, runs))
+    })
+    .await;
 }

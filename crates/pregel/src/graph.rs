@@ -111,6 +111,8 @@ pub(crate) struct PregelInner {
     // Compile-time static breakpoints (node names; `*` = every node).
     pub(crate) interrupt_before: Vec<String>,
     pub(crate) interrupt_after: Vec<String>,
+    // How this graph checkpoints when it runs as a subgraph.
+    pub(crate) subgraph_checkpoints: crate::SubgraphCheckpoints,
 }
 
 /// A compiled graph ready to run: LangGraph's `Pregel`.
@@ -170,6 +172,7 @@ pub struct PregelBuilder {
     debug: bool,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
+    subgraph_checkpoints: crate::SubgraphCheckpoints,
 }
 
 /// Input or output channels by name.
@@ -358,6 +361,14 @@ impl PregelBuilder {
         self
     }
 
+    /// How this graph checkpoints when it runs as a subgraph of a graph
+    /// with a checkpointer (default: per invocation).
+    #[must_use]
+    pub fn subgraph_checkpoints(mut self, mode: crate::SubgraphCheckpoints) -> Self {
+        self.subgraph_checkpoints = mode;
+        self
+    }
+
     /// Static breakpoints after these nodes (LangGraph's `interrupt_after`):
     /// a run stops after a step that ran one of them, once its checkpoint is
     /// saved.
@@ -506,6 +517,7 @@ impl PregelBuilder {
                 debug: self.debug,
                 interrupt_before: self.interrupt_before,
                 interrupt_after: self.interrupt_after,
+                subgraph_checkpoints: self.subgraph_checkpoints,
             }),
         })
     }

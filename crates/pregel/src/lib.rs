@@ -16,7 +16,7 @@ pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
     FreshReader, Interrupted, NodeFn, NodeOutput, PregelNode, Reads, RunOptions, StateValues,
-    TaskContext, WriteContext, Writer, node_fn,
+    SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{

@@ -633,9 +633,49 @@ pub(crate) struct PersistScope {
     pub(crate) checkpoint_ns: String,
     pub(crate) durability: crate::Durability,
     pub(crate) parents: std::collections::BTreeMap<String, stategraph_core::CheckpointId>,
-    /// A subgraph run: it resumes its namespace's checkpoint when there is
-    /// one (its parent task is running again), whatever its input.
+    /// A subgraph run: it resumes its namespace's checkpoint when that has
+    /// unfinished tasks (its parent task is running again), whatever its
+    /// input.
     pub(crate) nested: bool,
+}
+
+/// How a graph used as a subgraph checkpoints (LangGraph's subgraph
+/// `compile(checkpointer=None | True | False)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SubgraphCheckpoints {
+    /// With the parent's saver, under the parent task's namespace: its
+    /// state lives for one invocation (interrupts inside it resume). The
+    /// default (LangGraph's `None`).
+    #[default]
+    PerInvocation,
+    /// With the parent's saver, under the node's name: each invocation on
+    /// a thread continues the state of the previous one (`True`).
+    PerThread,
+    /// Never (`False`): interrupts inside it cannot be resumed.
+    Never,
+}
+
+impl PersistScope {
+    /// The scope of a subgraph run of a graph checkpointing as `mode`
+    /// inside a task whose run has the scope `parent`.
+    pub(crate) fn for_subgraph(parent: &PersistScope, mode: SubgraphCheckpoints) -> Option<Self> {
+        match mode {
+            SubgraphCheckpoints::PerInvocation => Some(parent.clone()),
+            SubgraphCheckpoints::PerThread => {
+                // `ns|node:task_id` → `ns|node`.
+                let namespace = parent
+                    .checkpoint_ns
+                    .rsplit_once(':')
+                    .map_or(parent.checkpoint_ns.as_str(), |(path, _)| path);
+                Some(Self {
+                    checkpoint_ns: namespace.to_owned(),
+                    ..parent.clone()
+                })
+            }
+            SubgraphCheckpoints::Never => None,
+        }
+    }
 }
 
 /// What a subgraph run takes from the task that runs it, when that task's
@@ -655,15 +695,11 @@ impl RunInfo {
         sink: Sink,
         forward: Option<Sink>,
         options: &RunOptions,
-        root_scope: Option<PersistScope>,
+        scope: Option<PersistScope>,
     ) -> Self {
-        let (resume, answers, scope) = match &options.parent {
-            Some(parent) => (
-                parent.resume.clone(),
-                parent.answers.clone(),
-                Some(parent.scope.clone()),
-            ),
-            None => (Arc::default(), Arc::default(), root_scope),
+        let (resume, answers) = match &options.parent {
+            Some(parent) => (parent.resume.clone(), parent.answers.clone()),
+            None => (Arc::default(), Arc::default()),
         };
         Self {
             config,
@@ -894,10 +930,15 @@ impl TaskContext {
         let value = Value::new(value);
         match &self.pad {
             Some(pad) => pad.interrupt(value, &self.run),
-            None => Err(Interrupted::one(crate::Interrupt {
-                value,
-                id: crate::Interrupt::id_for(&format!("{}:{}", self.node, self.task_id()), 0),
-            })),
+            // A run that does not checkpoint (a subgraph that never does,
+            // inside one that does) can still take its parent's answer.
+            None => match self.run.take_resume() {
+                Some(answer) => Ok(answer),
+                None => Err(Interrupted::one(crate::Interrupt {
+                    value,
+                    id: crate::Interrupt::id_for(&format!("{}:{}", self.node, self.task_id()), 0),
+                })),
+            },
         }
     }
 

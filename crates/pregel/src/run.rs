@@ -228,8 +228,11 @@ impl RunStream {
             shown: graph.stream.clone(),
         });
         let durability = options.durability;
-        let root_scope = match (&graph.checkpointer, options.nested) {
-            (Some(saver), false) => Some(PersistScope {
+        let scope = match (&options.parent, &graph.checkpointer, options.nested) {
+            (Some(parent), _, _) => {
+                PersistScope::for_subgraph(&parent.scope, graph.subgraph_checkpoints)
+            }
+            (None, Some(saver), false) => Some(PersistScope {
                 saver: saver.clone(),
                 checkpoint_ns: config.checkpoint_ns().to_owned(),
                 durability,
@@ -238,7 +241,7 @@ impl RunStream {
             }),
             _ => None,
         };
-        let run_info = RunInfo::new(config, sink, forward, &options, root_scope);
+        let run_info = RunInfo::new(config, sink, forward, &options, scope);
         let before = options
             .interrupt_before
             .unwrap_or_else(|| graph.interrupt_before.clone());
@@ -589,8 +592,11 @@ impl Loop {
             // The previous checkpoint's put runs alongside this step.
             let put = self.persist.as_mut().and_then(|p| p.take_pending());
             let interrupted = self.execute(&mut tasks, put).await?;
-            // A resume answer is for the first step after the resume only.
-            self.run.set_resume(None);
+            // A resume answer is for the first step after the resume only
+            // (a subgraph run inside that step shares it with its parent).
+            if !self.run.child {
+                self.run.set_resume(None);
+            }
             if interrupted {
                 // LangGraph shows the run's output with the writes of the
                 // step's finished tasks applied; nothing new is saved, so a

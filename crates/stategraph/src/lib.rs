@@ -39,6 +39,6 @@ pub mod prelude {
     };
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
-        TaskContext,
+        SubgraphCheckpoints, TaskContext,
     };
 }

@@ -518,7 +518,7 @@ impl Loop {
         // parent task that runs again (resumed, or retried): it continues
         // where it stopped instead of starting over on its input.
         let nested = self.run.scope.as_ref().is_some_and(|scope| scope.nested);
-        let input = if existing && nested {
+        let input = if existing && nested && self.has_unfinished_tasks()? {
             Input::Resume
         } else {
             input
@@ -576,6 +576,15 @@ impl Loop {
                 Ok(updated)
             }
         }
+    }
+
+    /// Whether the loaded checkpoint leaves tasks to run.
+    fn has_unfinished_tasks(&mut self) -> Result<bool> {
+        let mut tasks = self.prepare_tasks(&[])?;
+        let unfinished = !tasks.is_empty();
+        tasks.clear();
+        self.task_buf = tasks;
+        Ok(unfinished)
     }
 
     /// A run from a checkpoint named by `checkpoint_id` (time travel):
