@@ -55,18 +55,7 @@ impl StateGraph {
             .map(String::as_str)
             .collect();
         self.validate(&breakpoints)?;
-        let mut builder = Pregel::builder()
-            .name(options.name.as_deref().unwrap_or("LangGraph"))
-            .debug(options.debug)
-            .interrupt_before(options.interrupt_before.iter().cloned())
-            .interrupt_after(options.interrupt_after.iter().cloned())
-            .subgraph_checkpoints(options.subgraph_checkpoints);
-        if let Some(cache) = options.cache {
-            builder = builder.cache(cache);
-        }
-        if let Some(saver) = options.checkpointer {
-            builder = builder.checkpointer(saver);
-        }
+        let mut builder = options.pregel_builder();
         let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
         builder.reserve(
             self.schema.keys().count() + 2 * self.nodes.len() + self.waiting_edges.len() + 2,
@@ -278,6 +267,23 @@ pub struct CompileOptions {
 }
 
 impl CompileOptions {
+    /// A Pregel builder set up with these options.
+    pub(crate) fn pregel_builder(&self) -> PregelBuilder {
+        let mut builder = Pregel::builder()
+            .name(self.name.as_deref().unwrap_or("LangGraph"))
+            .debug(self.debug)
+            .interrupt_before(self.interrupt_before.iter().cloned())
+            .interrupt_after(self.interrupt_after.iter().cloned())
+            .subgraph_checkpoints(self.subgraph_checkpoints);
+        if let Some(cache) = &self.cache {
+            builder = builder.cache(cache.clone());
+        }
+        if let Some(saver) = &self.checkpointer {
+            builder = builder.checkpointer(saver.clone());
+        }
+        builder
+    }
+
     /// The defaults: graph name `LangGraph`, no cache, no checkpointer.
     pub fn new() -> Self {
         Self::default()

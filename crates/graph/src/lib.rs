@@ -6,6 +6,7 @@ mod compile;
 mod compiled;
 mod draw;
 mod error;
+mod func;
 mod node;
 mod schema;
 mod state;
@@ -17,6 +18,7 @@ pub use draw::{
     CurveStyle, DrawableGraph, GraphEdge, GraphNode, MermaidOptions, NodeData, NodeStyles,
 };
 pub use error::GraphError;
+pub use func::{Entrypoint, EntrypointOutput, Final};
 pub use node::{FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route, RouterFn};
 pub use schema::Schema;
 pub use state::State;

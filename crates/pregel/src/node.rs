@@ -430,6 +430,8 @@ pub(crate) enum TaskIdPath<'a> {
     Pull(&'a [&'a str]),
     /// Created by the `Send` at this index.
     Push(usize),
+    /// A functional task: the calling task's path and the call's index.
+    Call(&'a [&'a str]),
 }
 
 /// LangGraph's task id in a run with a checkpointer: xxh3-128 of the bytes
@@ -461,6 +463,12 @@ pub(crate) fn checkpoint_task_id(
         TaskIdPath::Push(index) => {
             bytes.extend_from_slice(crate::names::PUSH.as_bytes());
             bytes.extend_from_slice(index.to_string().as_bytes());
+        }
+        TaskIdPath::Call(parts) => {
+            bytes.extend_from_slice(crate::names::PUSH.as_bytes());
+            for part in parts {
+                bytes.extend_from_slice(part.as_bytes());
+            }
         }
     }
     uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
@@ -524,8 +532,12 @@ pub(crate) struct Scratchpad {
     pub(crate) namespace: String,
     // The checkpoint the task's step started from.
     pub(crate) checkpoint: Option<stategraph_core::CheckpointId>,
+    // LangGraph's `task_path_str` of the task.
+    pub(crate) task_path: String,
     answers: Mutex<Vec<Value>>,
     reached: std::sync::atomic::AtomicUsize,
+    // Functional tasks called so far (`TaskContext::task`).
+    calls: std::sync::atomic::AtomicUsize,
 }
 
 impl Scratchpad {
@@ -535,14 +547,16 @@ impl Scratchpad {
         path: &str,
         task_id: Arc<str>,
         checkpoint: Option<stategraph_core::CheckpointId>,
-        answers: Vec<Value>,
+        task_path: String,
     ) -> Self {
         Self {
             namespace: format!("{path}:{task_id}"),
             task_id,
             checkpoint,
-            answers: Mutex::new(answers),
+            task_path,
+            answers: Mutex::new(Vec::new()),
             reached: std::sync::atomic::AtomicUsize::new(0),
+            calls: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -552,8 +566,10 @@ impl Scratchpad {
             task_id: self.task_id.clone(),
             namespace: self.namespace.clone(),
             checkpoint: self.checkpoint.clone(),
+            task_path: self.task_path.clone(),
             answers: Mutex::new(answers),
             reached: std::sync::atomic::AtomicUsize::new(0),
+            calls: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -619,6 +635,11 @@ pub(crate) struct RunInfo {
     pub(crate) interrupts: Mutex<Vec<crate::Interrupt>>,
     /// Where the run checkpoints, if it does.
     pub(crate) scope: Option<PersistScope>,
+    /// The pending writes of the checkpoint a resumed run started from,
+    /// during its first step: functional tasks replay their results.
+    pub(crate) replay: Mutex<Option<Arc<[stategraph_checkpoint::PendingWrite]>>>,
+    /// Where the current step's task writes are saved, if they are.
+    pub(crate) saves: Mutex<Option<crate::run::WriteSender>>,
 }
 
 /// Answers keyed by interrupt id.
@@ -713,6 +734,8 @@ impl RunInfo {
             answers,
             interrupts: Mutex::new(Vec::new()),
             scope,
+            replay: Mutex::new(None),
+            saves: Mutex::new(None),
         }
     }
 
@@ -728,6 +751,51 @@ impl RunInfo {
             .answers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = answers;
+    }
+
+    pub(crate) fn set_replay(&self, writes: Option<Arc<[stategraph_checkpoint::PendingWrite]>>) {
+        *self
+            .replay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = writes;
+    }
+
+    pub(crate) fn set_saves(&self, saves: Option<crate::run::WriteSender>) {
+        *self
+            .saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = saves;
+    }
+
+    /// A pending write of the checkpoint a resumed run started from.
+    pub(crate) fn replayed(&self, task_id: &str, channel: &str) -> Option<Value> {
+        let replay = self
+            .replay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()?;
+        replay
+            .iter()
+            .find(|w| w.task_id == task_id && w.channel == channel)
+            .map(|w| w.value.clone())
+    }
+
+    /// Sends writes to the current step's save pipeline (if it saves).
+    pub(crate) fn save_writes(
+        &self,
+        task_id: Arc<str>,
+        path: String,
+        writes: Vec<(String, Value)>,
+    ) {
+        if let Some(saves) = self
+            .saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_ref()
+        {
+            // A closed pipeline has failed; its error ends the step.
+            let _ = saves.unbounded_send((task_id, path, writes));
+        }
     }
 
     pub(crate) fn take_resume(&self) -> Option<Value> {
@@ -907,6 +975,79 @@ impl TaskContext {
             push: self.push,
         }
         .task_id(&self.node)
+    }
+
+    /// Runs `work` as a task of the functional API (LangGraph's `@task`):
+    /// retried per `policies`, its result streamed as an `updates` chunk
+    /// `{name: result}`, and, in a run with a checkpointer, saved as the
+    /// task finishes. When the run is resumed (after an interrupt, an error
+    /// or a crash), a task that already finished returns its saved result
+    /// without running again. Tasks are told apart by the order they are
+    /// called in: call them in a fixed order (start several, then await
+    /// them together, to run them in parallel).
+    ///
+    /// # Errors
+    /// What `work` returns after its retries; a saved result that no longer
+    /// decodes to `T`.
+    pub fn task<T, Fut>(
+        &self,
+        name: &str,
+        policies: &[RetryPolicy],
+        work: impl FnMut() -> Fut + Send + 'static,
+    ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
+    where
+        T: Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, NodeError>> + Send + 'static,
+    {
+        let call = self.pad.as_ref().map(|pad| {
+            let index = pad.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let path = format!(
+                "~{}, {}, {index:010}, 0000000001",
+                crate::names::PUSH,
+                pad.task_path
+            );
+            let namespace = format!("{}|{name}", pad.namespace);
+            let checkpoint = pad
+                .checkpoint
+                .as_ref()
+                .and_then(stategraph_core::CheckpointId::uuid_bytes)
+                .unwrap_or([0; 16]);
+            let parts = [pad.task_path.as_str(), &index.to_string()];
+            let id = checkpoint_task_id(
+                &checkpoint,
+                &namespace,
+                self.step,
+                name,
+                TaskIdPath::Call(&parts),
+            );
+            (Arc::<str>::from(id), path)
+        });
+        let run = self.run.clone();
+        let name: Arc<str> = Arc::from(name);
+        let policies = policies.to_vec();
+        async move {
+            if let Some((id, _)) = &call
+                && let Some(saved) = run.replayed(id, crate::names::RETURN)
+            {
+                return Ok((*saved.decode::<T>()?).clone());
+            }
+            let result = crate::retry::with_retry(&name, &policies, work).await?;
+            let value = Value::new(result.clone());
+            for sink in run.sinks() {
+                sink.push(
+                    StreamMode::Updates,
+                    Value::new(crate::run::NodeUpdate {
+                        node: name.clone(),
+                        update: crate::run::UpdatePayload::Value(value.clone()),
+                        cached: false,
+                    }),
+                );
+            }
+            if let Some((id, path)) = call {
+                run.save_writes(id, path, vec![(crate::names::RETURN.to_owned(), value)]);
+            }
+            Ok(result)
+        }
     }
 
     /// Pauses the run for human input (LangGraph's `interrupt(value)`).

@@ -137,6 +137,54 @@ impl RetryPolicy {
 }
 
 /// The first policy whose `retry_on` matches `error`.
+/// Runs `attempt` until it succeeds or no policy allows another try; a
+/// panic becomes a `Panic` error, an interrupt is never retried.
+pub(crate) async fn with_retry<T, Fut>(
+    name: &str,
+    policies: &[RetryPolicy],
+    mut attempt: impl FnMut() -> Fut,
+) -> Result<T, NodeError>
+where
+    Fut: std::future::Future<Output = Result<T, NodeError>>,
+{
+    use futures::FutureExt;
+
+    let mut attempts = 0;
+    loop {
+        let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
+        let error = match outcome {
+            Ok(Ok(output)) => return Ok(output),
+            Ok(Err(error)) => error,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "the node panicked".to_owned());
+                NodeError::new("Panic", message)
+            }
+        };
+        if error.interrupts().is_some() {
+            return Err(error);
+        }
+        let Some(policy) = matching(policies, &error) else {
+            return Err(error);
+        };
+        attempts += 1;
+        if attempts >= policy.max_attempts {
+            return Err(error);
+        }
+        let wait = policy.wait(attempts);
+        tracing::info!(
+            node = name,
+            attempt = attempts,
+            ?wait,
+            "retrying after {error}"
+        );
+        tokio::time::sleep(wait).await;
+    }
+}
+
 pub(crate) fn matching<'a>(
     policies: &'a [RetryPolicy],
     error: &NodeError,

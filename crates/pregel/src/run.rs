@@ -9,7 +9,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -593,10 +592,12 @@ impl Loop {
             let put = self.persist.as_mut().and_then(|p| p.take_pending());
             let interrupted = self.execute(&mut tasks, put).await?;
             // A resume answer is for the first step after the resume only
-            // (a subgraph run inside that step shares it with its parent).
+            // (a subgraph run inside that step shares it with its parent),
+            // and so are the saved results functional tasks replay.
             if !self.run.child {
                 self.run.set_resume(None);
             }
+            self.run.set_replay(None);
             if interrupted {
                 // LangGraph shows the run's output with the writes of the
                 // step's finished tasks applied; nothing new is saved, so a
@@ -946,7 +947,17 @@ impl Loop {
             return self.run_tasks(tasks, None).await;
         };
         let (sender, pipeline) = persist::save_pipeline(put, target);
-        let (ran, saved) = futures::join!(self.run_tasks(tasks, Some(sender)), pipeline);
+        // Functional tasks called by the step's tasks save through it too.
+        self.run.set_saves(Some(sender.clone()));
+        let run = self.run.clone();
+        let this = &mut *self;
+        let ran = async move {
+            let ran = this.run_tasks(tasks, Some(sender)).await;
+            // The pipeline ends once every sender is gone.
+            run.set_saves(None);
+            ran
+        };
+        let (ran, saved) = futures::join!(ran, pipeline);
         match saved {
             Ok(kept) => {
                 if let Some(persist) = self.persist.as_mut() {
@@ -1631,42 +1642,8 @@ async fn run_with_retry(
     ctx: TaskContext,
     policies: &[retry::RetryPolicy],
 ) -> std::result::Result<NodeOutput, NodeError> {
-    let mut attempts = 0;
-    loop {
-        let attempt = AssertUnwindSafe(func(input.clone(), ctx.clone()))
-            .catch_unwind()
-            .await;
-        let error = match attempt {
-            Ok(Ok(output)) => return Ok(output),
-            Ok(Err(error)) => error,
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "the node panicked".to_owned());
-                NodeError::new("Panic", message)
-            }
-        };
-        if error.interrupts().is_some() {
-            return Err(error);
-        }
-        let Some(policy) = retry::matching(policies, &error) else {
-            return Err(error);
-        };
-        attempts += 1;
-        if attempts >= policy.max_attempts {
-            return Err(error);
-        }
-        let wait = policy.wait(attempts);
-        tracing::info!(
-            node = ctx.node(),
-            attempt = attempts,
-            ?wait,
-            "retrying after {error}"
-        );
-        tokio::time::sleep(wait).await;
-    }
+    let node = ctx.node.clone();
+    retry::with_retry(&node, policies, || func(input.clone(), ctx.clone())).await
 }
 
 /// A `tasks` chunk for a task about to run.

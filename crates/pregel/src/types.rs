@@ -25,6 +25,8 @@ pub mod names {
     pub const RESUME: &str = "__resume__";
     /// The pending-write channel of a failed task's error.
     pub const ERROR: &str = "__error__";
+    /// The pending write of a functional task's result.
+    pub const RETURN: &str = "__return__";
     /// The pending write of a task that finished without writing anything.
     pub const NO_WRITES: &str = "__no_writes__";
     /// The task id of writes that belong to no task (a run's input command).

@@ -234,7 +234,10 @@ pub(super) fn save_pipeline(
 /// Whether a pending write records a task's outcome rather than a write to
 /// a channel (a task with only such writes has not finished).
 fn is_control(channel: &str) -> bool {
-    matches!(channel, names::INTERRUPT | names::RESUME | names::ERROR)
+    matches!(
+        channel,
+        names::INTERRUPT | names::RESUME | names::ERROR | names::RETURN
+    )
 }
 
 /// The pending writes of a loaded checkpoint, by task.
@@ -382,7 +385,8 @@ impl Loop {
                     checkpoint_task_id(&bytes, &path, self.step, name, TaskIdPath::Push(index))
                 }
             };
-            let pad = Scratchpad::new(&path, Arc::from(id), checkpoint.cloned(), Vec::new());
+            let task_path = task_path(&task.path, name);
+            let pad = Scratchpad::new(&path, Arc::from(id), checkpoint.cloned(), task_path);
             task.pad = Some(Arc::new(pad));
         }
     }
@@ -394,6 +398,8 @@ impl Loop {
         let Some(resumed) = self.resumed.take() else {
             return Ok(());
         };
+        // Functional tasks of the first step replay their saved results.
+        self.run.set_replay(Some(resumed.writes.clone().into()));
         for task in tasks.iter_mut() {
             let Some(pad) = task.pad.clone() else {
                 continue;
