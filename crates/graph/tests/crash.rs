@@ -1,24 +1,28 @@
-//! A process killed with SIGKILL in the middle of a step loses nothing it
-//! acknowledged: the writes of a task that finished before the kill are on
-//! disk (SQLite, sync durability), and the resumed run does not run that
-//! task again — only the one that was in flight (DURABILITY.md; LangGraph
-//! issue #8039 is the same failure with a task run twice).
+//! Processes killed with SIGKILL at random points of a checkpointed run
+//! (sync durability) lose nothing they acknowledged, on SQLite and on
+//! PostgreSQL: after each kill, the nodes whose writes are in the database
+//! (in a checkpoint or as pending writes) never run again, and every thread
+//! ends in the same state as a run that was never killed (DURABILITY.md;
+//! LangGraph issue #8039 is a task run twice after a crash).
 //!
-//! The test runs itself again as a child process (`CRASH_CHILD` set): the
-//! child starts the graph on a SQLite file and blocks inside the slow task;
-//! the parent waits until the fast sibling's writes are saved, kills the
-//! child with SIGKILL, then resumes the thread from the file.
+//! The test runs itself again as the child process (`CRASH_CHILD` set):
+//! the child runs or resumes one thread and exits; the parent kills it after
+//! a random delay, reads what the database holds, and resumes, until the
+//! thread completes. It stops after 50 effective kills per backend (a kill
+//! of a child that already finished does not count).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::CheckpointSaver;
+use stategraph_checkpoint::{CheckpointConfig, CheckpointSaver, SharedSaver};
+use stategraph_checkpoint_postgres::PostgresSaver;
 use stategraph_checkpoint_sqlite::SqliteSaver;
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
@@ -28,146 +32,231 @@ use stategraph_graph::{
 use stategraph_pregel::Input;
 
 const CHILD: &str = "CRASH_CHILD";
-const DIR: &str = "CRASH_DIR";
+const KILLS: usize = 50;
+const FINAL: [&str; 5] = ["a", "b", "c", "d", "e"];
 
-/// Appends a line to `<dir>/runs`: which node ran, in which process.
-fn record(dir: &Path, line: &str) {
-    let mut runs = std::fs::OpenOptions::new()
+/// Appends a line to the run log shared by every process of the test.
+fn record(log: &Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join("runs"))
+        .open(log)
         .unwrap();
-    writeln!(runs, "{line}").unwrap();
+    writeln!(file, "{line}").unwrap();
 }
 
-fn runs(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("runs"))
+fn lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .map(str::to_owned)
         .collect()
 }
 
-/// `START -> a -> {fast, slow}`, `[fast, slow] -> done`. In the child, `slow`
-/// never returns.
-fn app(saver: impl CheckpointSaver, dir: PathBuf, who: &'static str) -> CompiledStateGraph {
+/// `START -> a -> {b, c}`, `[b, c] -> d -> e`; each node takes a few
+/// milliseconds and appends its name to `log` (state) and to the run log.
+fn app(saver: SharedSaver, runs: PathBuf) -> CompiledStateGraph {
     let mut g = StateGraph::new(Schema::new().append("log"));
-    for name in ["a", "fast", "slow", "done"] {
-        let dir = dir.clone();
+    for (name, millis) in [("a", 4), ("b", 9), ("c", 3), ("d", 6), ("e", 5)] {
+        let runs = runs.clone();
         g.add_node(name, move |_s: Json| {
-            let dir = dir.clone();
+            let runs = runs.clone();
             async move {
-                record(&dir, &format!("{who}:{name}"));
-                if name == "slow" && who == "child" {
-                    std::future::pending::<()>().await;
-                }
+                record(&runs, name);
+                tokio::time::sleep(Duration::from_millis(millis)).await;
                 Ok::<_, NodeError>(json!({"log": [name]}))
             }
         })
         .unwrap();
     }
     g.add_edge(START, "a").unwrap();
-    g.add_edge("a", "fast").unwrap();
-    g.add_edge("a", "slow").unwrap();
-    g.add_waiting_edge(["fast", "slow"], "done").unwrap();
-    g.compile_with(CompileOptions::new().checkpointer(saver))
+    g.add_edge("a", "b").unwrap();
+    g.add_edge("a", "c").unwrap();
+    g.add_waiting_edge(["b", "c"], "d").unwrap();
+    g.add_edge("d", "e").unwrap();
+    g.compile_with(CompileOptions::new().shared_checkpointer(saver))
         .unwrap()
 }
 
-fn sync() -> RunOptions {
-    RunOptions::new().durability(Durability::Sync)
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(PathBuf),
+    Postgres(String),
 }
 
-/// The child's part: runs the graph until killed.
-async fn child(dir: PathBuf) -> ! {
-    let saver = SqliteSaver::open(dir.join("state.db")).unwrap();
-    let app = app(saver, dir, "child");
-    let _ = app
-        .invoke_with(json!({"log": []}), &RunnableConfig::thread("t"), sync())
-        .await;
-    unreachable!("the slow task never returns");
+impl Backend {
+    fn describe(&self) -> String {
+        match self {
+            Self::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Self::Postgres(url) => format!("postgres:{url}"),
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text.split_once(':') {
+            Some(("sqlite", path)) => Self::Sqlite(PathBuf::from(path)),
+            Some(("postgres", url)) => Self::Postgres(url.to_owned()),
+            _ => panic!("bad backend {text}"),
+        }
+    }
+
+    async fn saver(&self) -> SharedSaver {
+        match self {
+            Self::Sqlite(path) => std::sync::Arc::new(SqliteSaver::open(path).unwrap()),
+            Self::Postgres(url) => {
+                let saver = PostgresSaver::connect(url).await.unwrap();
+                saver.setup().await.unwrap();
+                std::sync::Arc::new(saver)
+            }
+        }
+    }
 }
 
-/// Whether the fast task's writes are in the database (read with a
-/// separate connection, as any other process would).
-async fn fast_saved(db: &Path) -> bool {
-    let Ok(saver) = SqliteSaver::open(db) else {
-        return false;
+/// The child's part: starts (`start`) or resumes one thread, then exits.
+async fn child() {
+    let var = |name: &str| std::env::var(name).unwrap();
+    let backend = Backend::parse(&var("CRASH_BACKEND"));
+    let runs = PathBuf::from(var("CRASH_RUNS"));
+    let app = app(backend.saver().await, runs);
+    let config = RunnableConfig::thread(var("CRASH_THREAD"));
+    let options = RunOptions::new().durability(Durability::Sync);
+    let input = if var("CRASH_INPUT") == "start" {
+        Input::from(json!({"log": []}))
+    } else {
+        Input::Resume
     };
-    let config = stategraph_checkpoint::CheckpointConfig::thread("t");
-    match saver.get_tuple(&config).await {
-        Ok(Some(tuple)) => tuple
-            .pending_writes
-            .iter()
-            .any(|w| w.channel == "log" && w.value.to_json().ok() == Some(json!(["fast"]))),
-        _ => false,
+    app.invoke_with(input, &config, options).await.unwrap();
+}
+
+/// The nodes whose writes the database holds for a thread: applied in its
+/// latest checkpoint, or saved as pending writes against it.
+async fn acknowledged(saver: &SharedSaver, thread: &str) -> BTreeSet<String> {
+    let Some(tuple) = saver
+        .get_tuple(&CheckpointConfig::thread(thread))
+        .await
+        .unwrap()
+    else {
+        return BTreeSet::new();
+    };
+    let mut done = BTreeSet::new();
+    if let Some(log) = tuple.checkpoint.channel_values.get("log") {
+        for name in log.to_json().unwrap().as_array().unwrap() {
+            done.insert(name.as_str().unwrap().to_owned());
+        }
+    }
+    for write in tuple.pending_writes.iter().filter(|w| w.channel == "log") {
+        for name in write.value.to_json().unwrap().as_array().unwrap() {
+            done.insert(name.as_str().unwrap().to_owned());
+        }
+    }
+    done
+}
+
+/// A tiny deterministic generator for the kill delays (xorshift).
+struct Delays(u64);
+
+impl Delays {
+    fn next_millis(&mut self, max: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % max
+    }
+}
+
+async fn kill_at_random_points(backend: Backend, dir: &Path) {
+    let runs = dir.join("runs");
+    let saver = backend.saver().await;
+    let app = app(saver.clone(), runs.clone());
+    let mut delays = Delays(0x9E37_79B9_7F4A_7C15);
+    let mut kills = 0;
+    let mut thread_no = 0;
+    while kills < KILLS {
+        thread_no += 1;
+        assert!(
+            thread_no < 400,
+            "only {kills} effective kills in {thread_no} threads"
+        );
+        let thread = format!("crash-{}-{thread_no}", std::process::id());
+        let mut input = "start";
+        loop {
+            let ran_before = lines(&runs).len();
+            let before = acknowledged(&saver, &thread).await;
+            let mut child = Process::new(std::env::current_exe().unwrap())
+                .args([
+                    "every_kill_loses_nothing_acknowledged",
+                    "--exact",
+                    "--nocapture",
+                ])
+                .env(CHILD, "1")
+                .env("CRASH_BACKEND", backend.describe())
+                .env("CRASH_RUNS", &runs)
+                .env("CRASH_THREAD", &thread)
+                .env("CRASH_INPUT", input)
+                .spawn()
+                .unwrap();
+            // Kill after a random delay (the child needs some to start).
+            let deadline = Instant::now() + Duration::from_millis(20 + delays.next_millis(60));
+            let mut finished = None;
+            while Instant::now() < deadline {
+                if let Some(status) = child.try_wait().unwrap() {
+                    finished = Some(status);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let done = match finished {
+                Some(status) => {
+                    assert!(status.success(), "the child failed: {status}");
+                    true
+                }
+                None => {
+                    child.kill().unwrap(); // SIGKILL
+                    child.wait().unwrap();
+                    kills += 1;
+                    false
+                }
+            };
+            // Nothing acknowledged before this child started ran again.
+            let ran: Vec<String> = lines(&runs)[ran_before..].to_vec();
+            for node in &ran {
+                assert!(
+                    !before.contains(node),
+                    "{node} ran again although its writes were saved ({thread}: {before:?}, then {ran:?})"
+                );
+            }
+            if done {
+                break;
+            }
+            input = "resume";
+        }
+        let last = app
+            .get_state(&RunnableConfig::thread(&thread))
+            .await
+            .unwrap();
+        assert_eq!(
+            last.values.to_json().unwrap(),
+            json!({"log": FINAL}),
+            "{thread}"
+        );
     }
 }
 
 #[tokio::test]
-async fn killed_mid_step_resumes_without_rerunning_finished_tasks() {
-    if let Some(dir) = std::env::var_os(DIR).filter(|_| std::env::var_os(CHILD).is_some()) {
-        child(PathBuf::from(dir)).await;
+async fn every_kill_loses_nothing_acknowledged() {
+    if std::env::var_os(CHILD).is_some() {
+        child().await;
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Process::new(std::env::current_exe().unwrap())
-        .args([
-            "killed_mid_step_resumes_without_rerunning_finished_tasks",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env(DIR, dir.path())
-        .spawn()
-        .unwrap();
-
-    // Wait (bounded) until the child is blocked in `slow` and `fast`'s
-    // writes are on disk.
-    let db = dir.path().join("state.db");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let started = runs(dir.path()).iter().any(|r| r == "child:slow");
-        if started && fast_saved(&db).await {
-            break;
+    kill_at_random_points(Backend::Sqlite(dir.path().join("state.db")), dir.path()).await;
+    match std::env::var("STATEGRAPH_TEST_POSTGRES_URL") {
+        Ok(url) => kill_at_random_points(Backend::Postgres(url), dir.path()).await,
+        // `cargo xtask ci` starts a cluster and sets the variable; CI must
+        // not pass without it.
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("STATEGRAPH_TEST_POSTGRES_URL is not set under CI")
         }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("the child exited early: {status}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the child never reached the slow task"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        Err(_) => eprintln!("STATEGRAPH_TEST_POSTGRES_URL is not set: PostgreSQL part not run"),
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-
-    let app = app(
-        SqliteSaver::open(&db).unwrap(),
-        dir.path().to_owned(),
-        "parent",
-    );
-    let out = app
-        .invoke_with(Input::Resume, &RunnableConfig::thread("t"), sync())
-        .await
-        .unwrap();
-    assert_eq!(
-        out.to_json().unwrap(),
-        json!({"log": ["a", "fast", "slow", "done"]})
-    );
-    let ran = runs(dir.path());
-    // `a` and `fast` ran once, before the kill; after it only `slow` (the
-    // task in flight) and `done`.
-    assert_eq!(
-        ran.iter().filter(|r| r.ends_with(":fast")).count(),
-        1,
-        "{ran:?}"
-    );
-    assert_eq!(
-        ran.iter().filter(|r| r.ends_with(":a")).count(),
-        1,
-        "{ran:?}"
-    );
-    let after: Vec<&String> = ran.iter().filter(|r| r.starts_with("parent:")).collect();
-    assert_eq!(after, ["parent:slow", "parent:done"]);
 }
