@@ -9,9 +9,10 @@
 //! do not depend on it (each run uses a fresh thread); `checkpoints` and
 //! `debug` (its checkpoint events) are checked with a saver.
 //!
-//! Not ported yet:
-//! - `subgraphs_checkpoints` — subgraphs do not checkpoint under their own
-//!   namespace yet.
+//! `subgraphs_checkpoints` is compared without Python's `checkpoint_map`
+//! config key (see trace 16).
+//!
+//! Not ported:
 //! - `v2_parts` — LangGraph's v2 stream parts are a Python output format;
 //!   our chunks already carry `namespace`, `mode` and `data`.
 //! - `default_mode` — `stream` takes its modes explicitly; there is no
@@ -190,4 +191,33 @@ async fn trace_17_debug() {
         event.as_object_mut().unwrap().remove("timestamp");
     }
     assert_trace_ids(&events, &expected("debug"));
+}
+
+#[tokio::test]
+async fn trace_17_subgraphs_checkpoints() {
+    use futures::StreamExt;
+    let cfg = RunnableConfig::thread("sg3");
+    let options = stategraph_graph::RunOptions::new().subgraphs(true);
+    let chunks: Vec<Json> = saved_app()
+        .stream_with(json!({"log": []}), &cfg, StreamMode::Checkpoints, options)
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            json!([chunk.namespace.to_vec(), chunk.to_json()])
+        })
+        .collect()
+        .await;
+    let mut want = expected("subgraphs_checkpoints");
+    strip_checkpoint_map(&mut want);
+    assert_trace_ids(&Json::Array(chunks), &want);
+}
+
+fn strip_checkpoint_map(value: &mut Json) {
+    match value {
+        Json::Object(map) => {
+            map.remove("checkpoint_map");
+            map.values_mut().for_each(strip_checkpoint_map);
+        }
+        Json::Array(items) => items.iter_mut().for_each(strip_checkpoint_map),
+        _ => {}
+    }
 }
