@@ -202,9 +202,14 @@ fn ci(root: &Path) -> Result<()> {
     step(nextest)?;
     // The persistence example checks its own output: the same graph on
     // SQLite, then on this cluster.
-    let mut example = cargo_pg();
-    example.args(["run", "--quiet", "-p", "persistence"]);
-    step(example)?;
+    // The examples check their own output: the persistence one runs the
+    // same graph on SQLite, then on this cluster; the guides' examples
+    // (docs/guides) pause, resume and branch threads on SQLite.
+    for name in ["persistence", "human_in_the_loop", "time_travel"] {
+        let mut example = cargo_pg();
+        example.args(["run", "--quiet", "-p", name]);
+        step(example)?;
+    }
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;

@@ -1,0 +1,124 @@
+//! Human in the loop, as docs/guides/human-in-the-loop.md explains it: a
+//! writer drafts a reply, a human reviews it (the run pauses with
+//! `TaskContext::interrupt`), and the answer — approve, edit or reject —
+//! resumes the run. The thread lives in a SQLite file, so each step below
+//! could run in a different process.
+//!
+//! Run with `cargo run -p human_in_the_loop`; it checks its own output.
+
+// An example prints what it does.
+#![allow(clippy::print_stdout)]
+
+use anyhow::{Context, ensure};
+use serde_json::{Value as Json, json};
+use stategraph::prelude::*;
+
+/// `START -> draft -> review -> (send | draft)`: `review` asks a human;
+/// a rejection sends the draft back with the reviewer's note.
+fn reply_graph(saver: SqliteSaver) -> anyhow::Result<CompiledStateGraph> {
+    let mut graph = StateGraph::new(
+        Schema::new()
+            .last_value("question")
+            .last_value("draft")
+            .last_value("note")
+            .append("sent"),
+    );
+    graph.add_node("draft", |s: Json| async move {
+        let note = s["note"]
+            .as_str()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        let draft = format!("Re: {}{note}", s["question"].as_str().unwrap_or_default());
+        Ok::<_, NodeError>(json!({"draft": draft}))
+    })?;
+    graph.add_node("review", |s: Json, ctx: TaskContext| async move {
+        // Pauses the run the first time; returns the reviewer's answer when
+        // the thread is resumed with `Command::resume`.
+        let answer = ctx.interrupt(json!({"review": s["draft"]}))?.to_json()?;
+        let update = match answer["action"].as_str() {
+            Some("approve") => json!({"note": null}),
+            Some("edit") => json!({"draft": answer["draft"], "note": null}),
+            _ => json!({"note": answer["note"]}),
+        };
+        Ok::<_, NodeError>(update)
+    })?;
+    graph.add_node("send", |s: Json| async move {
+        Ok::<_, NodeError>(json!({"sent": [s["draft"]]}))
+    })?;
+    graph.add_edge(START, "draft")?;
+    graph.add_edge("draft", "review")?;
+    graph.add_conditional_edges(
+        "review",
+        |s: &Json| {
+            if s["note"].is_string() {
+                "draft"
+            } else {
+                "send"
+            }
+        },
+        Some(PathMap::from(["draft", "send"])),
+    )?;
+    graph.add_edge("send", END)?;
+    Ok(graph.compile_with(CompileOptions::new().checkpointer(saver))?)
+}
+
+fn answer(value: Json) -> Command {
+    Command::new().resume(Value::from_json(value))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("threads.db");
+    let app = reply_graph(SqliteSaver::open(&db)?)?;
+    let thread = RunnableConfig::thread("ticket-42");
+
+    // 1. The run stops at the review; the question is in the output.
+    let paused = app
+        .invoke(json!({"question": "refund?"}), &thread)
+        .await?
+        .to_json()?;
+    println!("paused: {}", paused["__interrupt__"]);
+    let asked = &paused["__interrupt__"][0]["value"]["review"];
+    ensure!(
+        *asked == json!("Re: refund?"),
+        "unexpected question {asked}"
+    );
+
+    // 2. Later (another process would open the same file): the pending
+    //    review is in the thread's state.
+    let app = reply_graph(SqliteSaver::open(&db)?)?;
+    let state = app.get_state(&thread).await?;
+    ensure!(state.next == ["review"], "next is {:?}", state.next);
+    println!("waiting for: {:?}", state.next);
+
+    // 3. Reject with a note: the writer drafts again, and the run stops at
+    //    the next review.
+    let again = app
+        .invoke(
+            answer(json!({"action": "reject", "note": "mention the 14 days"})),
+            &thread,
+        )
+        .await?
+        .to_json()?;
+    let redraft = &again["__interrupt__"][0]["value"]["review"];
+    println!("second draft: {redraft}");
+    ensure!(*redraft == json!("Re: refund? (mention the 14 days)"));
+
+    // 4. Edit the draft and send it.
+    let edited = json!({"action": "edit", "draft": "Yes, within 14 days."});
+    let done = app.invoke(answer(edited), &thread).await?.to_json()?;
+    println!("sent: {}", done["sent"]);
+    ensure!(done["sent"] == json!(["Yes, within 14 days."]));
+    ensure!(done.get("__interrupt__").is_none(), "the run ended");
+
+    // Every step is in the history, newest first.
+    let history = app.get_state_history(&thread, ListQuery::default()).await?;
+    let first = history.last().context("an empty history")?;
+    println!(
+        "{} checkpoints, the first at step {:?}",
+        history.len(),
+        first.metadata.as_ref().and_then(|m| m.step)
+    );
+    Ok(())
+}
