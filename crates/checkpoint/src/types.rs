@@ -69,8 +69,9 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The current format version.
-    pub const FORMAT_VERSION: u32 = 1;
+    /// The current format version: LangGraph's (4), whose fields these are
+    /// (`updated_channels` included).
+    pub const FORMAT_VERSION: u32 = 4;
 
     /// An empty checkpoint with a fresh id and the current time.
     pub fn empty() -> Self {

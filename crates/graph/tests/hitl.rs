@@ -481,3 +481,52 @@ async fn sqlite_subgraph_checkpoint_modes() {
     })
     .await;
 }
+
+async fn error_paths(saver: impl CheckpointSaver) {
+    let runs = Runs::default();
+    let app = parallel(saver, &runs);
+    // An empty thread has no history and empty state.
+    let empty = RunnableConfig::thread("nothing");
+    assert!(
+        app.get_state_history(&empty, ListQuery::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(app.get_state(&empty).await.unwrap().next.is_empty());
+
+    // An answer for an id nothing waits on answers nothing: the interrupted
+    // tasks run again and ask again, with the same ids.
+    let cfg = RunnableConfig::thread("wrong-id");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let before: Vec<String> = app
+        .get_state(&cfg)
+        .await
+        .unwrap()
+        .interrupts
+        .iter()
+        .map(|i| i.id.clone())
+        .collect();
+    let wrong = Command::new().resume_by_id([("0".repeat(32), Value::from_json(json!("x")))]);
+    let out = app.invoke(wrong, &cfg).await.unwrap().to_json().unwrap();
+    let mut asked: Vec<String> = out["__interrupt__"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_owned())
+        .collect();
+    asked.sort();
+    let mut before = before;
+    before.sort();
+    assert_eq!(asked, before);
+}
+
+#[tokio::test]
+async fn in_memory_error_paths() {
+    error_paths(InMemorySaver::new()).await;
+}
+
+#[tokio::test]
+async fn sqlite_error_paths() {
+    error_paths(SqliteSaver::in_memory().unwrap()).await;
+}

@@ -1,0 +1,204 @@
+//! Golden trace 32: the saver contract after a real run that stopped at an
+//! interrupt with a sibling task already finished: `get_tuple` (the
+//! checkpoint's versions, versions seen, updated channels and values;
+//! metadata; parent; pending writes), `list` (order, limit, before, filter,
+//! all threads), and `put` / `put_writes` / `get_next_version` /
+//! `delete_thread` by hand. Versions are compared by counter (`"2.*"`), as
+//! the case records them.
+//!
+//! Not ported:
+//! - `serde_roundtrip` — Python's serializer on Python types (tuples, sets,
+//!   bytes, LangChain messages, `Send`); our values are Rust types or JSON
+//!   (the LLM layer's message round trip is tested with `stategraph-llm`).
+//! - `checkpoint.versions_seen["__input__"]` — LangGraph records an empty
+//!   map for the input pseudo-node; we record nothing for it.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use futures::StreamExt;
+use serde_json::{Value as Json, json};
+use stategraph_checkpoint::{
+    ChannelVersion, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+    CheckpointSource, InMemorySaver, ListQuery,
+};
+use stategraph_core::{RunnableConfig, Value};
+use stategraph_graph::{CompileOptions, NodeError, START, Schema, StateGraph, TaskContext};
+use support::{assert_trace_ids, fixture, py_interrupts};
+
+fn expected(key: &str) -> Json {
+    fixture("32_checkpointer_api")[key].clone()
+}
+
+/// `"<counter>.*"`, as the case writes versions.
+fn version(v: &ChannelVersion) -> Json {
+    json!(format!("{}.*", v.counter()))
+}
+
+fn config_json(config: &CheckpointConfig) -> Json {
+    json!({"configurable": {
+        "thread_id": config.thread_id,
+        "checkpoint_ns": config.checkpoint_ns,
+        "checkpoint_id": config.checkpoint_id.as_ref().map(ToString::to_string),
+    }})
+}
+
+fn checkpoint_json(checkpoint: &Checkpoint) -> Json {
+    json!({
+        "v": checkpoint.v,
+        "id": checkpoint.id.to_string(),
+        "channel_versions": checkpoint.channel_versions.iter().map(|(k, v)| (k.clone(), version(v))).collect::<serde_json::Map<_, _>>(),
+        "versions_seen": checkpoint.versions_seen.iter().map(|(node, seen)| {
+            (node.clone(), json!(seen.iter().map(|(k, v)| (k.clone(), version(v))).collect::<serde_json::Map<_, _>>()))
+        }).collect::<serde_json::Map<_, _>>(),
+        "updated_channels": checkpoint.updated_channels,
+        "channel_values": checkpoint.channel_values.iter().map(|(k, v)| (k.clone(), v.to_json().unwrap())).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+async fn steps(saver: &InMemorySaver, query: ListQuery) -> Vec<Json> {
+    saver
+        .list(query)
+        .map(|t| json!(t.unwrap().metadata.step))
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn trace_32_after_an_interrupted_run() {
+    let saver = InMemorySaver::new();
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    g.add_node("ok", |_s: Json| async {
+        Ok::<_, NodeError>(json!({"log": ["ok"]}))
+    })
+    .unwrap();
+    g.add_node("ask", |_s: Json, ctx: TaskContext| async move {
+        tokio::task::yield_now().await;
+        Ok::<_, NodeError>(json!({"log": [ctx.interrupt("?")?.to_json()?]}))
+    })
+    .unwrap();
+    g.add_edge(START, "ok").unwrap();
+    g.add_edge(START, "ask").unwrap();
+    let app = g
+        .compile_with(CompileOptions::new().shared_checkpointer(std::sync::Arc::new(saver.clone())))
+        .unwrap();
+    let cfg = RunnableConfig::thread("cp");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+
+    let thread = CheckpointConfig::thread("cp");
+    let tuple = saver.get_tuple(&thread).await.unwrap().unwrap();
+    let mut checkpoint = checkpoint_json(&tuple.checkpoint);
+    let mut want_checkpoint = expected("checkpoint");
+    want_checkpoint["versions_seen"]
+        .as_object_mut()
+        .unwrap()
+        .remove("__input__");
+    let mut pending: Vec<Json> = tuple
+        .pending_writes
+        .iter()
+        .map(|w| py_interrupts(&json!({w.channel.clone(): w.value.to_json().unwrap()})))
+        .map(|w| {
+            let (channel, value) = w.as_object().unwrap().iter().next().unwrap();
+            json!([channel, value])
+        })
+        .collect();
+    pending.sort_by_key(ToString::to_string);
+    checkpoint["id"] = json!(tuple.checkpoint.id.to_string());
+    let actual = json!({
+        "checkpoint": checkpoint,
+        "metadata": tuple.metadata.to_json(),
+        "config": config_json(&tuple.config),
+        "parent_config": tuple.parent_config.as_ref().map(config_json),
+        "pending_writes": pending,
+    });
+    assert_trace_ids(
+        &actual,
+        &json!({
+            "checkpoint": want_checkpoint,
+            "metadata": expected("metadata"),
+            "config": expected("config"),
+            "parent_config": expected("parent_config"),
+            "pending_writes": expected("pending_writes"),
+        }),
+    );
+    let mut keys: Vec<&str> = checkpoint
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.push("ts");
+    keys.sort_unstable();
+    assert_eq!(json!(keys), expected("checkpoint_keys"));
+
+    let all: Vec<Json> = saver
+        .list(ListQuery::thread("cp"))
+        .map(|t| {
+            let m = t.unwrap().metadata.to_json();
+            json!([m["step"], m["source"]])
+        })
+        .collect()
+        .await;
+    assert_eq!(json!(all), expected("list_all"));
+    assert_eq!(
+        json!(steps(&saver, ListQuery::thread("cp").limit(1)).await),
+        expected("list_limit1")
+    );
+    let input_only = ListQuery::thread("cp").filter(json!({"source": "input"}));
+    assert_eq!(
+        json!(steps(&saver, input_only).await),
+        expected("list_filter_input")
+    );
+    let before = ListQuery::thread("cp").before(tuple.config.checkpoint_id.clone().unwrap());
+    assert_eq!(
+        json!(steps(&saver, before).await),
+        expected("list_before_latest")
+    );
+    let everything = saver.list(ListQuery::default()).count().await;
+    assert_eq!(json!(everything), expected("list_no_config_all_threads"));
+}
+
+#[tokio::test]
+async fn trace_32_by_hand() {
+    let saver = InMemorySaver::new();
+    let x = saver.get_next_version(None);
+    let checkpoint = Checkpoint::empty().with_channel("x", Value::new(1), x);
+    let versions = checkpoint.channel_versions.clone();
+    let mut metadata = CheckpointMetadata::new(CheckpointSource::Update, 5);
+    metadata.extra.insert("custom".into(), json!("meta"));
+    let base = CheckpointConfig::thread("manual");
+    let saved = saver
+        .put(&base, checkpoint, metadata, versions)
+        .await
+        .unwrap();
+    saver
+        .put_writes(
+            &saved,
+            vec![("x".into(), Value::new(2)), ("y".into(), Value::new("w"))],
+            "task-1",
+            "",
+        )
+        .await
+        .unwrap();
+    let back = saver.get_tuple(&saved).await.unwrap().unwrap();
+    let next_from_none = version(&saver.get_next_version(None));
+    let next_from_7 = version(&saver.get_next_version(Some(&ChannelVersion::new(7, 0))));
+    saver.delete_thread("manual").await.unwrap();
+    let after_delete = saver
+        .get_tuple(&base)
+        .await
+        .unwrap()
+        .map(|_| json!("still there"));
+    let manual = json!({
+        "put_returns": config_json(&saved),
+        "roundtrip_values": back.checkpoint.channel_values.iter().map(|(k, v)| (k.clone(), v.to_json().unwrap())).collect::<serde_json::Map<_, _>>(),
+        "roundtrip_metadata": back.metadata.to_json(),
+        "pending_writes": back.pending_writes.iter().map(|w| json!([w.task_id, w.channel, w.value.to_json().unwrap()])).collect::<Vec<_>>(),
+        "next_version_from_none": next_from_none,
+        "next_version_from_int_7": next_from_7,
+        "after_delete_thread": after_delete,
+    });
+    assert_trace_ids(&manual, &expected("manual"));
+}
