@@ -34,7 +34,7 @@ impl ChannelVersion {
     /// with a fresh random salt. The counter of the first version is 1.
     pub fn next(current: Option<&Self>) -> Self {
         let counter = current.map_or(0, |v| v.counter).saturating_add(1);
-        let salt = (uuid::Uuid::new_v4().as_u128() as u64) % SALT_MODULUS;
+        let salt = stategraph_core::random_u64() % SALT_MODULUS;
         Self { counter, salt }
     }
 

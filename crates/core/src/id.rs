@@ -20,6 +20,28 @@ pub struct CheckpointId(String);
 // Invariant: the last id handed out, as a 128-bit number.
 static LAST_ID: Mutex<u128> = Mutex::new(0);
 
+thread_local! {
+    // splitmix64 state, seeded from the OS once per thread.
+    static RANDOM: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// 64 random bits, cheap (splitmix64, seeded from the OS once per thread):
+/// for ids and salts that must not collide, not for secrets. A system call
+/// per checkpoint id or channel version would dominate their cost.
+pub fn random_u64() -> u64 {
+    RANDOM.with(|cell| {
+        let state = cell
+            .get()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        cell.set(Some(state));
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
 impl CheckpointId {
     /// Generates a fresh id, greater than every id this process generated before.
     #[allow(clippy::new_without_default)]
@@ -27,7 +49,7 @@ impl CheckpointId {
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let random = uuid::Uuid::new_v4().as_u128();
+        let random = (u128::from(random_u64()) << 64) | u128::from(random_u64());
         // 48 bits of time, version 7, 12 random bits, variant 0b10, 62 random bits.
         let candidate = ((millis & 0xFFFF_FFFF_FFFF) << 80)
             | (0x7 << 76)
@@ -45,6 +67,7 @@ impl CheckpointId {
             *last + 1
         };
         *last = id;
+        drop(last);
         Self(uuid::Uuid::from_u128(id).hyphenated().to_string())
     }
 
