@@ -36,7 +36,10 @@ commands:
                           print the speed-up of each
   with-postgres -- CMD    start a throwaway PostgreSQL 15 cluster on 127.0.0.1,
                           run CMD with STATEGRAPH_TEST_POSTGRES_URL set, then
-                          stop and delete the cluster";
+                          stop and delete the cluster
+  soak [KILLS]            the crash test with KILLS SIGKILLs per backend
+                          (default 1000; CI runs 50), SQLite and a throwaway
+                          PostgreSQL";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -92,6 +95,29 @@ fn run(args: &[String]) -> Result<()> {
             if !status.success() {
                 bail!("{program} failed: {status}");
             }
+            Ok(())
+        }
+        Some("soak") => {
+            let kills: usize = match args.get(1) {
+                Some(n) => n.parse().context("soak takes a number of kills")?,
+                None => 1000,
+            };
+            let cluster = postgres::Cluster::start()?;
+            let mut test = cargo();
+            test.args([
+                "test",
+                "--release",
+                "-p",
+                "stategraph-graph",
+                "--test",
+                "crash",
+                "--",
+                "--nocapture",
+            ])
+            .env(postgres::URL_VAR, cluster.url())
+            .env("STATEGRAPH_CRASH_KILLS", kills.to_string());
+            step(test)?;
+            drop(cluster);
             Ok(())
         }
         Some("help" | "--help" | "-h") | None => {

@@ -9,7 +9,8 @@
 //! the child runs or resumes one thread and exits; the parent kills it after
 //! a random delay, reads what the database holds, and resumes, until the
 //! thread completes. It stops after 50 effective kills per backend (a kill
-//! of a child that already finished does not count).
+//! of a child that already finished does not count), or as many as
+//! `STATEGRAPH_CRASH_KILLS` says (`cargo xtask soak` runs 1000).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -32,6 +33,7 @@ use stategraph_graph::{
 use stategraph_pregel::Input;
 
 const CHILD: &str = "CRASH_CHILD";
+/// Effective kills per backend unless `STATEGRAPH_CRASH_KILLS` says otherwise.
 const KILLS: usize = 50;
 const FINAL: [&str; 5] = ["a", "b", "c", "d", "e"];
 
@@ -164,17 +166,23 @@ impl Delays {
     }
 }
 
+// Reports how many kills each backend took (the soak command shows it).
+#[allow(clippy::print_stdout)]
 async fn kill_at_random_points(backend: Backend, dir: &Path) {
     let runs = dir.join("runs");
     let saver = backend.saver().await;
     let app = app(saver.clone(), runs.clone());
     let mut delays = Delays(0x9E37_79B9_7F4A_7C15);
+    let wanted = std::env::var("STATEGRAPH_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(KILLS);
     let mut kills = 0;
     let mut thread_no = 0;
-    while kills < KILLS {
+    while kills < wanted {
         thread_no += 1;
         assert!(
-            thread_no < 400,
+            thread_no < 8 * wanted,
             "only {kills} effective kills in {thread_no} threads"
         );
         let thread = format!("crash-{}-{thread_no}", std::process::id());
@@ -240,6 +248,10 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
             "{thread}"
         );
     }
+    println!(
+        "{}: {kills} kills over {thread_no} threads, nothing lost",
+        backend.describe()
+    );
 }
 
 #[tokio::test]
