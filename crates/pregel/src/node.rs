@@ -640,6 +640,9 @@ pub(crate) struct RunInfo {
     pub(crate) replay: Mutex<Option<Arc<[stategraph_checkpoint::PendingWrite]>>>,
     /// Where the current step's task writes are saved, if they are.
     pub(crate) saves: Mutex<Option<crate::run::WriteSender>>,
+    /// Exit durability: the current step's functional task results, kept
+    /// in case the step stops.
+    pub(crate) deferred: Mutex<Option<Vec<crate::run::TaskWrites>>>,
 }
 
 /// Answers keyed by interrupt id.
@@ -736,7 +739,25 @@ impl RunInfo {
             scope,
             replay: Mutex::new(None),
             saves: Mutex::new(None),
+            deferred: Mutex::new(None),
         }
+    }
+
+    /// Starts keeping the step's functional task results (exit durability).
+    pub(crate) fn begin_deferred(&self) {
+        *self
+            .deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Vec::new());
+    }
+
+    /// The functional task results kept since `begin_deferred`.
+    pub(crate) fn end_deferred(&self) -> Vec<crate::run::TaskWrites> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .unwrap_or_default()
     }
 
     pub(crate) fn answers(&self) -> Option<Arc<AnswerMap>> {
@@ -795,6 +816,15 @@ impl RunInfo {
         {
             // A closed pipeline has failed; its error ends the step.
             let _ = saves.unbounded_send((task_id, path, writes));
+            return;
+        }
+        if let Some(kept) = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_mut()
+        {
+            kept.push((task_id, path, writes));
         }
     }
 

@@ -376,6 +376,7 @@ impl Task {
             writes,
             cached: false,
             pad: None,
+            outcome: None,
         }
     }
 }
@@ -390,6 +391,8 @@ struct Task {
     cached: bool,
     // Set in runs with a checkpointer: the task's id and interrupt answers.
     pad: Option<Arc<Scratchpad>>,
+    // Set in runs with a checkpointer once the task ends.
+    outcome: Option<persist::Outcome>,
 }
 
 /// One run's mutable state.
@@ -829,6 +832,7 @@ impl Loop {
                         writes: Vec::new(),
                         cached: false,
                         pad: None,
+                        outcome: None,
                     }),
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
@@ -866,6 +870,7 @@ impl Loop {
                 writes: Vec::new(),
                 cached: false,
                 pad: None,
+                outcome: None,
             });
         }
         self.candidate_buf = candidates;
@@ -946,7 +951,28 @@ impl Loop {
         let Some(target) = self.persist.as_ref().map(|p| p.writes_target()) else {
             return self.run_tasks(tasks, None).await;
         };
-        let (sender, pipeline) = persist::save_pipeline(put, target);
+        let (saver, config) = match target {
+            persist::WritesTarget::Save(saver, config) => (saver, config),
+            persist::WritesTarget::Defer => {
+                // Exit durability: nothing is saved during the step; if it
+                // stops (an interrupt, an error), what its tasks did is kept
+                // for the exit checkpoint.
+                if let Some(put) = put {
+                    put.await?;
+                }
+                self.run.begin_deferred();
+                let ran = self.run_tasks(tasks, None).await;
+                let mut kept = self.run.end_deferred();
+                if !matches!(ran, Ok(false)) {
+                    kept.extend(self.stopped_step_writes(tasks));
+                }
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.defer(kept);
+                }
+                return ran;
+            }
+        };
+        let (sender, pipeline) = persist::save_pipeline(put, saver, config);
         // Functional tasks called by the step's tasks save through it too.
         self.run.set_saves(Some(sender.clone()));
         let run = self.run.clone();
@@ -958,19 +984,10 @@ impl Loop {
             ran
         };
         let (ran, saved) = futures::join!(ran, pipeline);
-        match saved {
-            Ok(kept) => {
-                if let Some(persist) = self.persist.as_mut() {
-                    persist.defer(kept);
-                }
-            }
-            // The run's own error wins over a saving error.
-            Err(err) => {
-                ran?;
-                return Err(err);
-            }
-        }
-        ran
+        // The run's own error wins over a saving error.
+        let interrupted = ran?;
+        saved?;
+        Ok(interrupted)
     }
 
     /// Announces a step's tasks (`tasks`/`debug` chunks) and takes cached
@@ -1049,28 +1066,31 @@ impl Loop {
         result: std::result::Result<NodeOutput, NodeError>,
         saves: Option<&WriteSender>,
     ) -> Result<bool> {
-        match result {
+        let (outcome, stopped) = match result {
             Ok(output) => {
                 self.finish_task(task, &output)?;
-                if let Some(saves) = saves {
-                    self.save_writes(saves, task);
-                }
-                Ok(false)
+                (persist::Outcome::Wrote, None)
             }
-            Err(error) => {
-                if let Some(interrupts) = error.interrupts() {
+            Err(error) => match error.interrupts() {
+                Some(interrupts) => {
                     let interrupts = interrupts.to_vec();
-                    if let Some(saves) = saves {
-                        self.save_interrupt(saves, task, &interrupts);
-                    }
-                    self.emit_interrupt(task, interrupts);
-                    return Ok(true);
+                    self.emit_interrupt(task, interrupts.clone());
+                    (persist::Outcome::Interrupted(interrupts), None)
                 }
-                if let Some(saves) = saves {
-                    self.save_error(saves, task, &error);
-                }
-                Err(self.task_failed(task, error))
+                None => (persist::Outcome::Failed(error.repr()), Some(error)),
+            },
+        };
+        let interrupted = matches!(outcome, persist::Outcome::Interrupted(_));
+        // Without a checkpointer nothing reads the outcome.
+        if self.persist.is_some() {
+            if let Some(saves) = saves {
+                self.save_outcome(saves, task, &outcome);
             }
+            task.outcome = Some(outcome);
+        }
+        match stopped {
+            Some(error) => Err(self.task_failed(task, error)),
+            None => Ok(interrupted),
         }
     }
 
@@ -1668,6 +1688,7 @@ struct TaskResult {
 /// Where a run's tasks send their writes to be saved: task id, task path,
 /// `(channel, value)` pairs.
 pub(crate) type WriteSender = futures::channel::mpsc::UnboundedSender<persist::TaskWrites>;
+pub(crate) use persist::TaskWrites;
 
 /// A `debug` chunk of an event of this kind at this step, timestamped now.
 fn debug_event<P: Serialize + std::marker::Send + Sync + 'static>(

@@ -18,7 +18,7 @@ use stategraph_checkpoint::{
 use stategraph_core::{CheckpointId, RunnableConfig, Value};
 
 use super::{Loop, Task, TaskPath, WriteSender};
-use crate::error::{NodeError, PregelError, Result};
+use crate::error::{PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, checkpoint_task_id};
 use crate::types::{Interrupt, StreamMode, StreamModes, names};
@@ -131,7 +131,7 @@ struct ExitCheckpoint {
 }
 
 /// One task's writes to save: task id, task path, `(channel, value)` pairs.
-pub(super) type TaskWrites = (Arc<str>, String, Vec<(String, Value)>);
+pub(crate) type TaskWrites = (Arc<str>, String, Vec<(String, Value)>);
 
 impl Persist {
     pub(super) fn new(
@@ -186,6 +186,16 @@ impl Persist {
     }
 }
 
+/// How a task of the current step ended.
+pub(super) enum Outcome {
+    /// It returned; its writes are in `Task::writes`.
+    Wrote,
+    /// It stopped on these interrupts.
+    Interrupted(Vec<Interrupt>),
+    /// It failed (`Class('message')`).
+    Failed(String),
+}
+
 /// Where a step's task writes go.
 pub(super) enum WritesTarget {
     /// Saved as each task finishes, against this checkpoint.
@@ -202,30 +212,25 @@ fn checkpoint_bytes(id: &CheckpointId) -> [u8; 16] {
 }
 
 /// The saving side of a step: the previous checkpoint's put (if still in
-/// flight), then every task's writes sent to the returned sender, in order.
-/// The future ends once the sender is dropped and everything is saved; with
-/// exit durability it saves nothing and returns the writes instead.
+/// flight), then every task's writes sent to the returned sender, in order,
+/// against `config`. The future ends once every sender is dropped and
+/// everything is saved.
 pub(super) fn save_pipeline(
     put: Option<BoxFuture<'static, Result<()>>>,
-    target: WritesTarget,
-) -> (WriteSender, BoxFuture<'static, Result<Vec<TaskWrites>>>) {
+    saver: SharedSaver,
+    config: CheckpointConfig,
+) -> (WriteSender, BoxFuture<'static, Result<()>>) {
     let (sender, mut writes) = futures::channel::mpsc::unbounded::<TaskWrites>();
     let pipeline = async move {
         if let Some(put) = put {
             put.await?;
         }
-        let mut kept = Vec::new();
         while let Some((task_id, path, task_writes)) = writes.next().await {
-            match &target {
-                WritesTarget::Save(saver, config) => {
-                    saver
-                        .put_writes(config, task_writes, &task_id, &path)
-                        .await?;
-                }
-                WritesTarget::Defer => kept.push((task_id, path, task_writes)),
-            }
+            saver
+                .put_writes(&config, task_writes, &task_id, &path)
+                .await?;
         }
-        Ok(kept)
+        Ok(())
     }
     .boxed();
     (sender, pipeline)
@@ -440,52 +445,54 @@ impl Loop {
         Ok(())
     }
 
-    /// Sends a finished task's writes to be saved (`__no_writes__` when it
-    /// wrote nothing, so a resumed run knows it finished).
-    pub(super) fn save_writes(&self, saves: &WriteSender, task: &Task) {
-        let mut writes: Vec<(String, Value)> = task
-            .writes
-            .iter()
-            .map(|(channel, value)| (self.name(*channel).to_owned(), value.clone()))
-            .collect();
-        if writes.is_empty() {
-            writes.push((names::NO_WRITES.to_owned(), Value::null()));
-        }
-        self.send_writes(saves, task, writes);
-    }
-
-    /// Sends an interrupted task's interrupts, and the answers it consumed
-    /// before it, to be saved.
-    pub(super) fn save_interrupt(
-        &self,
-        saves: &WriteSender,
-        task: &Task,
-        interrupts: &[Interrupt],
-    ) {
-        let mut writes = vec![(names::INTERRUPT.to_owned(), Value::new(interrupts.to_vec()))];
-        if let Some(pad) = &task.pad {
-            let answers = pad.answered();
-            if !answers.is_empty() {
-                writes.push((names::RESUME.to_owned(), Value::new(answers)));
+    /// What a task's outcome saves: its writes (`__no_writes__` when it
+    /// wrote nothing, so a resumed run knows it finished), its interrupts
+    /// and the answers it consumed before them, or its error (LangGraph's
+    /// `Class('message')` form). `None` for a task without an id.
+    fn outcome_writes(&self, task: &Task, outcome: &Outcome) -> Option<TaskWrites> {
+        let pad = task.pad.as_ref()?;
+        let writes = match outcome {
+            Outcome::Wrote => {
+                let mut writes: Vec<(String, Value)> = task
+                    .writes
+                    .iter()
+                    .map(|(channel, value)| (self.name(*channel).to_owned(), value.clone()))
+                    .collect();
+                if writes.is_empty() {
+                    writes.push((names::NO_WRITES.to_owned(), Value::null()));
+                }
+                writes
             }
-        }
-        self.send_writes(saves, task, writes);
-    }
-
-    /// Sends a failed task's error (LangGraph's `Class('message')` form) to
-    /// be saved.
-    pub(super) fn save_error(&self, saves: &WriteSender, task: &Task, error: &NodeError) {
-        let writes = vec![(names::ERROR.to_owned(), Value::new(error.repr()))];
-        self.send_writes(saves, task, writes);
-    }
-
-    fn send_writes(&self, saves: &WriteSender, task: &Task, writes: Vec<(String, Value)>) {
-        let Some(pad) = &task.pad else {
-            return;
+            Outcome::Interrupted(interrupts) => {
+                let mut writes =
+                    vec![(names::INTERRUPT.to_owned(), Value::new(interrupts.clone()))];
+                let answers = pad.answered();
+                if !answers.is_empty() {
+                    writes.push((names::RESUME.to_owned(), Value::new(answers)));
+                }
+                writes
+            }
+            Outcome::Failed(repr) => vec![(names::ERROR.to_owned(), Value::new(repr.clone()))],
         };
         let path = task_path(&task.path, self.graph.shape.node_name(task.node));
-        // A closed pipeline has failed; its error ends the step.
-        let _ = saves.unbounded_send((pad.task_id.clone(), path, writes));
+        Some((pad.task_id.clone(), path, writes))
+    }
+
+    /// Sends what a task's outcome saves to the step's save pipeline.
+    pub(super) fn save_outcome(&self, saves: &WriteSender, task: &Task, outcome: &Outcome) {
+        if let Some(writes) = self.outcome_writes(task, outcome) {
+            // A closed pipeline has failed; its error ends the step.
+            let _ = saves.unbounded_send(writes);
+        }
+    }
+
+    /// Exit durability, a step that stopped: what its tasks' outcomes save.
+    pub(super) fn stopped_step_writes(&self, tasks: &[Task]) -> Vec<TaskWrites> {
+        tasks
+            .iter()
+            .filter(|task| !task.cached)
+            .filter_map(|task| self.outcome_writes(task, task.outcome.as_ref()?))
+            .collect()
     }
 
     /// Loads the thread's checkpoint (the latest, or the config's
