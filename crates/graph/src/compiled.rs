@@ -64,6 +64,19 @@ impl CompiledStateGraph {
         found
     }
 
+    /// The graph a config's namespace addresses, and the saver (this
+    /// graph's) that holds its checkpoints.
+    fn for_config(
+        &self,
+        config: &RunnableConfig,
+    ) -> Result<(&CompiledStateGraph, &stategraph_checkpoint::SharedSaver)> {
+        let saver = self
+            .pregel
+            .checkpointer()
+            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
+        Ok((self.for_namespace(config.checkpoint_ns())?, saver))
+    }
+
     /// The graph whose checkpoints live under `checkpoint_ns` (`""`: this
     /// one; `node:task_id|child:task_id`: a subgraph's, at any depth).
     fn for_namespace(&self, checkpoint_ns: &str) -> Result<&CompiledStateGraph> {
@@ -188,11 +201,7 @@ impl CompiledStateGraph {
     /// No checkpointer (`PregelError::NoCheckpointer`), no `thread_id` in the
     /// config (`PregelError::MissingThreadId`), or a saver error.
     pub async fn get_state(&self, config: &RunnableConfig) -> Result<StateSnapshot> {
-        let saver = self
-            .pregel
-            .checkpointer()
-            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
-        let graph = self.for_namespace(config.checkpoint_ns())?;
+        let (graph, saver) = self.for_config(config)?;
         graph.pregel.get_state_in(saver, config).await
     }
 
@@ -231,11 +240,7 @@ impl CompiledStateGraph {
         config: &RunnableConfig,
         query: ListQuery,
     ) -> Result<Vec<StateSnapshot>> {
-        let saver = self
-            .pregel
-            .checkpointer()
-            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
-        let graph = self.for_namespace(config.checkpoint_ns())?;
+        let (graph, saver) = self.for_config(config)?;
         graph
             .pregel
             .get_state_history_in(saver, config, query)

@@ -8,6 +8,8 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -20,6 +22,7 @@ use stategraph_graph::{
     SubgraphCheckpoints, TaskContext,
 };
 use stategraph_pregel::{Input, StreamModes};
+use support::log_history;
 
 type Runs = Arc<Mutex<Vec<String>>>;
 
@@ -278,24 +281,6 @@ fn chain(saver: impl CheckpointSaver) -> CompiledStateGraph {
         .unwrap()
 }
 
-/// `[step, source, next, log]` of each checkpoint, newest first.
-async fn summary(app: &CompiledStateGraph, cfg: &RunnableConfig) -> Vec<Json> {
-    app.get_state_history(cfg, ListQuery::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| {
-            let metadata = s.metadata.unwrap().to_json();
-            json!([
-                metadata["step"],
-                metadata["source"],
-                s.next,
-                s.values.to_json().unwrap()["log"]
-            ])
-        })
-        .collect()
-}
-
 async fn time_travel(make: impl Fn() -> CompiledStateGraph) {
     // Replaying from the checkpoint before `b` saves a fork, then runs b, c.
     let app = make();
@@ -327,7 +312,7 @@ async fn time_travel(make: impl Fn() -> CompiledStateGraph) {
     let fork = &after[2];
     assert_eq!(fork.parent_config.as_ref().unwrap().checkpoint_id, Some(id));
     assert_eq!(
-        summary(&app, &cfg).await,
+        log_history(&app, &cfg).await.as_array().unwrap()[..],
         [
             json!([4, "loop", [], ["a", "b", "c"]]),
             json!([3, "loop", ["c"], ["a", "b"]]),
@@ -366,7 +351,7 @@ async fn time_travel(make: impl Fn() -> CompiledStateGraph) {
         Some(&json!(["values", {"log": ["a", "patched"]}]))
     );
     assert_eq!(
-        summary(&app, &cfg).await[..3],
+        log_history(&app, &cfg).await.as_array().unwrap()[..3],
         [
             json!([4, "loop", [], ["a", "patched", "b", "c"]]),
             json!([3, "loop", ["c"], ["a", "patched", "b"]]),

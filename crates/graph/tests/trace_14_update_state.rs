@@ -18,7 +18,7 @@ use stategraph_graph::{
     StreamMode,
 };
 use stategraph_pregel::Input;
-use support::{assert_trace_ids, catch, fixture, snapshot_json, stream_ok};
+use support::{assert_trace_ids, catch, fixture, log_history, snapshot_json, stream_ok};
 
 fn expected(key: &str) -> Json {
     fixture("14_update_state")[key].clone()
@@ -50,25 +50,6 @@ fn config_json(config: &CheckpointConfig) -> Json {
         "checkpoint_ns": config.checkpoint_ns,
         "checkpoint_id": config.checkpoint_id.as_ref().map(ToString::to_string),
     }})
-}
-
-async fn summary(app: &CompiledStateGraph, cfg: &RunnableConfig) -> Json {
-    let history = support::history_json(app, cfg).await;
-    Json::Array(
-        history
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                json!([
-                    h["metadata"]["step"],
-                    h["metadata"]["source"],
-                    h["next"],
-                    h["values"]["log"]
-                ])
-            })
-            .collect(),
-    )
 }
 
 fn values(v: Json) -> Option<Value> {
@@ -115,7 +96,7 @@ async fn trace_14_as_node_decides_what_runs_next() {
     assert_trace_ids(&state, &expected("as_b_state"));
     let resumed = stream_ok(&app, Input::Resume, &cfg, StreamMode::Updates).await;
     assert_eq!(resumed.payloads(), expected("as_b_resume"));
-    assert_eq!(summary(&app, &cfg).await, expected("as_b_history"));
+    assert_eq!(log_history(&app, &cfg).await, expected("as_b_history"));
 
     let bad = app
         .update_state(&cfg, values(json!({"log": ["x"]})), Some("zzz"))
@@ -159,7 +140,7 @@ async fn trace_14_bulk_update_state() {
     .unwrap();
     let state = snapshot_json(&app.get_state(&cfg).await.unwrap());
     assert_trace_ids(&state, &expected("bulk_state"));
-    assert_eq!(summary(&app, &cfg).await, expected("bulk_history"));
+    assert_eq!(log_history(&app, &cfg).await, expected("bulk_history"));
 }
 
 #[tokio::test]

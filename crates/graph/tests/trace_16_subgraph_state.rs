@@ -24,7 +24,7 @@ use stategraph_graph::{
     StateGraph, StreamMode, TaskContext,
 };
 use stategraph_pregel::{Input, StreamModes};
-use support::{assert_trace_ids, fixture, history_json, py_interrupts, snapshot_json};
+use support::{assert_trace_ids, fixture, history_json, log_history, py_interrupts, snapshot_json};
 
 fn expected(key: &str) -> Json {
     fixture("16_subgraph_state")[key].clone()
@@ -126,20 +126,7 @@ async fn trace_16_interrupt_in_a_subgraph_and_resume() {
     let resume = Command::new().resume(Value::from_json(json!("ok")));
     let modes = StreamMode::Updates | StreamMode::Values;
     let run2 = stream_subgraphs(&app, resume, &cfg, modes, true).await;
-    let history = history_json(&app, &cfg).await;
-    let parent_history: Vec<Json> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            json!([
-                h["metadata"]["step"],
-                h["metadata"]["source"],
-                h["next"],
-                h["values"]["log"]
-            ])
-        })
-        .collect();
+    let parent_history = log_history(&app, &cfg).await;
 
     // One document, so ids compare across observations (the task of `sub`
     // names the child's namespace, the interrupt is the child's).
@@ -160,7 +147,7 @@ async fn trace_16_interrupt_in_a_subgraph_and_resume() {
         "run2": expected("run2"),
     }));
     assert_trace_ids(&actual, &want);
-    assert_eq!(json!(parent_history), expected("parent_history_meta"));
+    assert_eq!(parent_history, expected("parent_history_meta"));
     let names: Vec<String> = app
         .get_subgraphs(true)
         .into_iter()

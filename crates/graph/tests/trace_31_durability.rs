@@ -13,13 +13,13 @@
 mod support;
 
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::{InMemorySaver, ListQuery};
+use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
     Command, CompileOptions, CompiledStateGraph, Durability, NodeError, RunOptions, START, Schema,
     StateGraph, TaskContext,
 };
-use support::{assert_trace, assert_trace_ids, catch, fixture, snapshot_json};
+use support::{assert_trace, assert_trace_ids, catch, fixture, log_history, snapshot_json};
 
 fn expected(key: &str) -> Json {
     fixture("31_durability")[key].clone()
@@ -59,27 +59,6 @@ fn app() -> CompiledStateGraph {
         .unwrap()
 }
 
-async fn summary(app: &CompiledStateGraph, config: &RunnableConfig) -> Json {
-    let history = app
-        .get_state_history(config, ListQuery::default())
-        .await
-        .unwrap();
-    Json::Array(
-        history
-            .into_iter()
-            .map(|s| {
-                let metadata = s.metadata.unwrap().to_json();
-                json!([
-                    metadata["step"],
-                    metadata["source"],
-                    s.next,
-                    s.values.to_json().unwrap()["log"]
-                ])
-            })
-            .collect(),
-    )
-}
-
 #[tokio::test]
 async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
     let app = app();
@@ -95,7 +74,7 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
             .await
             .unwrap();
         assert_trace(
-            &summary(&app, &config).await,
+            &log_history(&app, &config).await,
             &expected(&format!("{name}_complete")),
         );
 
@@ -104,7 +83,7 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
             .await
             .unwrap();
         assert_trace(
-            &summary(&app, &config).await,
+            &log_history(&app, &config).await,
             &expected(&format!("{name}_at_interrupt")),
         );
         let resume = Command::new().resume(Value::from_json(json!("yes")));
@@ -112,7 +91,7 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
             .await
             .unwrap();
         assert_trace(
-            &summary(&app, &config).await,
+            &log_history(&app, &config).await,
             &expected(&format!("{name}_after_resume")),
         );
 
@@ -123,7 +102,7 @@ async fn trace_31_durability_modes_save_the_checkpoints_langgraph_saves() {
         );
         assert_trace(&error, &expected(&format!("{name}_error")));
         assert_trace(
-            &summary(&app, &config).await,
+            &log_history(&app, &config).await,
             &expected(&format!("{name}_error_history")),
         );
         let tasks = snapshot_json(&app.get_state(&config).await.unwrap())["tasks"].clone();

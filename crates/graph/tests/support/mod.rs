@@ -631,3 +631,22 @@ pub(crate) async fn history_json(app: &CompiledStateGraph, config: &RunnableConf
         .unwrap_or_else(|err| panic!("get_state_history failed: {err}"));
     Json::Array(history.iter().map(snapshot_json).collect())
 }
+
+/// `[step, source, next, log]` of each checkpoint of a thread, newest first
+/// (the summary several cases record).
+pub(crate) async fn log_history(app: &CompiledStateGraph, config: &RunnableConfig) -> Json {
+    let history = app
+        .get_state_history(config, stategraph_checkpoint::ListQuery::default())
+        .await
+        .unwrap_or_else(|err| panic!("get_state_history failed: {err}"));
+    Json::Array(
+        history
+            .into_iter()
+            .map(|s| {
+                let metadata = s.metadata.map(|m| m.to_json()).unwrap_or_default();
+                let values = s.values.to_json().unwrap_or_default();
+                json!([metadata["step"], metadata["source"], s.next, values["log"]])
+            })
+            .collect(),
+    )
+}
