@@ -597,10 +597,12 @@ impl Loop {
             // A resume answer is for the first step after the resume only
             // (a subgraph run inside that step shares it with its parent),
             // and so are the saved results functional tasks replay.
-            if !self.run.child {
-                self.run.set_resume(None);
+            if self.persist.is_some() {
+                if !self.run.child {
+                    self.run.set_resume(None);
+                }
+                self.run.set_replay(None);
             }
-            self.run.set_replay(None);
             if interrupted {
                 // LangGraph shows the run's output with the writes of the
                 // step's finished tasks applied; nothing new is saved, so a
@@ -1015,13 +1017,9 @@ impl Loop {
             let node = &graph.nodes[task.node];
             let result = match &node.func {
                 Some(func) => {
-                    run_with_retry(
-                        func,
-                        task.input.clone(),
-                        self.task_context(task),
-                        &node.retry,
-                    )
-                    .await
+                    let name = graph.shape.node_name(task.node);
+                    let (input, ctx) = (task.input.clone(), self.task_context(task));
+                    run_with_retry(func, name, input, ctx, &node.retry).await
                 }
                 None => Ok(passthrough(&task.input)),
             };
@@ -1041,8 +1039,14 @@ impl Loop {
                     let func = func.clone();
                     let retry = node.retry.clone();
                     running.push(
-                        async move { (index, run_with_retry(&func, input, ctx, &retry).await) }
-                            .boxed(),
+                        async move {
+                            let name = ctx.node.clone();
+                            (
+                                index,
+                                run_with_retry(&func, &name, input, ctx, &retry).await,
+                            )
+                        }
+                        .boxed(),
                     );
                 }
                 None => {
@@ -1066,32 +1070,39 @@ impl Loop {
         result: std::result::Result<NodeOutput, NodeError>,
         saves: Option<&WriteSender>,
     ) -> Result<bool> {
-        let (outcome, stopped) = match result {
+        let error = match result {
             Ok(output) => {
                 self.finish_task(task, &output)?;
-                (persist::Outcome::Wrote, None)
+                self.record_outcome(task, persist::Outcome::Wrote, saves);
+                return Ok(false);
             }
-            Err(error) => match error.interrupts() {
-                Some(interrupts) => {
-                    let interrupts = interrupts.to_vec();
-                    self.emit_interrupt(task, interrupts.clone());
-                    (persist::Outcome::Interrupted(interrupts), None)
-                }
-                None => (persist::Outcome::Failed(error.repr()), Some(error)),
-            },
+            Err(error) => error,
         };
-        let interrupted = matches!(outcome, persist::Outcome::Interrupted(_));
-        // Without a checkpointer nothing reads the outcome.
-        if self.persist.is_some() {
-            if let Some(saves) = saves {
-                self.save_outcome(saves, task, &outcome);
-            }
-            task.outcome = Some(outcome);
+        if let Some(interrupts) = error.interrupts() {
+            let interrupts = interrupts.to_vec();
+            self.emit_interrupt(task, interrupts.clone());
+            self.record_outcome(task, persist::Outcome::Interrupted(interrupts), saves);
+            return Ok(true);
         }
-        match stopped {
-            Some(error) => Err(self.task_failed(task, error)),
-            None => Ok(interrupted),
+        self.record_outcome(task, persist::Outcome::Failed(error.repr()), saves);
+        Err(self.task_failed(task, error))
+    }
+
+    /// Keeps a task's outcome and sends it to be saved, in a run with a
+    /// checkpointer (without one nothing reads it).
+    fn record_outcome(
+        &self,
+        task: &mut Task,
+        outcome: persist::Outcome,
+        saves: Option<&WriteSender>,
+    ) {
+        if self.persist.is_none() {
+            return;
         }
+        if let Some(saves) = saves {
+            self.save_outcome(saves, task, &outcome);
+        }
+        task.outcome = Some(outcome);
     }
 
     /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
@@ -1656,14 +1667,14 @@ impl Serialize for InputCommand {
 }
 
 /// Calls a node function, retrying per policy; a panic becomes a `Panic` error.
-async fn run_with_retry(
-    func: &crate::NodeFn,
+fn run_with_retry<'a>(
+    func: &'a crate::NodeFn,
+    name: &'a str,
     input: Value,
     ctx: TaskContext,
-    policies: &[retry::RetryPolicy],
-) -> std::result::Result<NodeOutput, NodeError> {
-    let node = ctx.node.clone();
-    retry::with_retry(&node, policies, || func(input.clone(), ctx.clone())).await
+    policies: &'a [retry::RetryPolicy],
+) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
+    retry::with_retry(name, policies, move || func(input.clone(), ctx.clone()))
 }
 
 /// A `tasks` chunk for a task about to run.
