@@ -7,6 +7,7 @@ mod compiled;
 mod draw;
 mod error;
 mod func;
+mod messages;
 mod node;
 mod schema;
 mod state;
@@ -19,6 +20,7 @@ pub use draw::{
 };
 pub use error::GraphError;
 pub use func::{Entrypoint, EntrypointOutput, Final};
+pub use messages::{MessagesState, MessagesStateUpdate, MessagesStateView};
 pub use node::{FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route, RouterFn};
 pub use schema::Schema;
 pub use state::State;

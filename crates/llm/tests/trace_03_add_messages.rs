@@ -6,9 +6,8 @@
 //! The two `MessagesState` graph observations need `stategraph-graph`, which
 //! this crate may not depend on (it sits on a lower layer). They are replayed
 //! here at the reducer level (the input folded into an empty list, then the
-//! node's update folded in), which checks the values but not the graph:
-//! Not ported yet: graph_invoke through a real StateGraph with a MessagesState.
-//! Not ported yet: graph_invoke_ids through a real StateGraph with a MessagesState.
+//! node's update folded in); the graph itself (a real `StateGraph` over
+//! `MessagesState`) runs in `stategraph-graph`'s `trace_03_messages_state`.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]

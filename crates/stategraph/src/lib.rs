@@ -34,8 +34,8 @@ pub mod prelude {
     pub use stategraph_checkpoint_sqlite::SqliteSaver;
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
     pub use stategraph_graph::{
-        CompileOptions, CompiledStateGraph, Durability, END, NodeSpec, PathMap, RunOptions, START,
-        Schema, State, StateGraph, StateSnapshot, StateUpdate,
+        CompileOptions, CompiledStateGraph, Durability, END, MessagesState, NodeSpec, PathMap,
+        RunOptions, START, Schema, State, StateGraph, StateSnapshot, StateUpdate,
     };
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
