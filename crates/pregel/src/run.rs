@@ -127,19 +127,12 @@ impl Pregel {
         if interrupts.is_empty() {
             return Ok(latest);
         }
-        // As LangGraph's `invoke`: the state with every interrupt of the run
-        // under `__interrupt__` (the last `values` chunk already has the
-        // last task's interrupts; they are replaced by all of them).
+        // As LangGraph's `invoke`: the state (`invoke_parts` took the last
+        // task's interrupts out of it) with every interrupt of the run under
+        // `__interrupt__`.
         let mut pairs: Vec<(Arc<str>, Value)> = latest
             .downcast_ref::<StateValues>()
-            .map(|values| {
-                values
-                    .pairs()
-                    .iter()
-                    .filter(|(key, _)| &**key != names::INTERRUPT)
-                    .cloned()
-                    .collect()
-            })
+            .map(|values| values.pairs().to_vec())
             .unwrap_or_default();
         pairs.push((Arc::from(names::INTERRUPT), Value::new(interrupts)));
         Ok(Value::new(StateValues::new(pairs)))

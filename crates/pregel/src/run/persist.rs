@@ -964,10 +964,7 @@ impl Loop {
         };
         let graph = &self.graph;
         let mut ordered: Vec<&Task> = tasks.iter().collect();
-        ordered.sort_by_key(|task| match task.path {
-            TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
-            TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
-        });
+        ordered.sort_by_key(|task| planned_order(graph, task));
         let shown_tasks = ordered
             .iter()
             .map(|task| {
@@ -1013,6 +1010,16 @@ impl Loop {
     }
 }
 
+/// The order LangGraph lists the tasks planned from a stored checkpoint
+/// in: `Send` tasks first, then the triggered nodes in the order they were
+/// added to the graph.
+fn planned_order(graph: &PregelInner, task: &Task) -> (u8, usize) {
+    match task.path {
+        TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
+        TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
+    }
+}
+
 /// A loop that only restores checkpoints (no sink, no run).
 pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
     let sink = Sink {
@@ -1050,12 +1057,7 @@ fn snapshot(
         &tuple.config.checkpoint_ns,
         &mut tasks,
     );
-    // Planned without a previous step, LangGraph lists the `Send` tasks
-    // first, then the triggered nodes in the order they were added.
-    tasks.sort_by_key(|task| match task.path {
-        TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
-        TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
-    });
+    tasks.sort_by_key(|task| planned_order(graph, task));
     let saved = Resumed {
         writes: tuple.pending_writes.clone(),
     };
