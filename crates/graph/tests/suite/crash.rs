@@ -191,11 +191,7 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
             let ran_before = lines(&runs).len();
             let before = acknowledged(&saver, &thread).await;
             let mut child = Process::new(std::env::current_exe().unwrap())
-                .args([
-                    "every_kill_loses_nothing_acknowledged",
-                    "--exact",
-                    "--nocapture",
-                ])
+                .args([&this_test_name(), "--exact", "--nocapture"])
                 .env(CHILD, "1")
                 .env("CRASH_BACKEND", backend.describe())
                 .env("CRASH_RUNS", &runs)
@@ -252,6 +248,13 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
         "{}: {kills} kills over {thread_no} threads, nothing lost",
         backend.describe()
     );
+}
+
+/// The libtest name of the test below (its module path without the crate),
+/// which the child process is asked to run.
+fn this_test_name() -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    format!("{module}::every_kill_loses_nothing_acknowledged")
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::InMemorySaver;

@@ -4,7 +4,7 @@
 //! comparing with the README's rules (error classes exactly, error messages
 //! loosely, chunks of one superstep as a multiset).
 //!
-//! Every test binary includes this module and uses only part of it.
+//! Each test module uses only part of it.
 #![allow(dead_code)]
 
 use std::collections::HashMap;

@@ -16,7 +16,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use futures::StreamExt;
 use serde_json::{Value as Json, json};

@@ -1,0 +1,8 @@
+//! The integration tests of stategraph-pregel, compiled as one test binary.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod command_input;
+mod stream_control;
+mod trace_23_pregel;
