@@ -28,9 +28,9 @@ pub use state::State;
 pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
-    CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, NodeError, PregelTask,
-    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamMode, SubgraphCheckpoints,
-    TaskContext,
+    CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, MessageEvent,
+    NodeError, PregelTask, RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamChunk,
+    StreamMode, StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext,
 };
 
 /// The entry pseudo-node.

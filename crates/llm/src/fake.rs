@@ -161,7 +161,11 @@ impl ChatModel for ScriptedChatModel {
         "scripted"
     }
 
-    fn invoke(
+    fn provider_name(&self) -> &str {
+        "scripted"
+    }
+
+    fn generate(
         &self,
         messages: &[Message],
         options: &CallOptions,
@@ -293,7 +297,13 @@ impl ChatModel for FakeStreamingModel {
         "fake-streaming"
     }
 
-    fn invoke(
+    /// LangChain's name for its `GenericFakeChatModel`, which this model
+    /// mirrors, so `messages` stream metadata compares with LangGraph's.
+    fn provider_name(&self) -> &str {
+        "genericfakechatmodel"
+    }
+
+    fn generate(
         &self,
         _messages: &[Message],
         _options: &CallOptions,
@@ -302,16 +312,16 @@ impl ChatModel for FakeStreamingModel {
         async move { message }
     }
 
-    fn stream<'a>(
+    fn generate_stream<'a>(
         &'a self,
         _messages: &[Message],
         _options: &CallOptions,
-    ) -> impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a> {
+    ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a>> {
         let chunks = match self.next() {
             Ok(message) => into_chunks(message).into_iter().map(Ok).collect(),
             Err(err) => vec![Err(err)],
         };
-        stream::iter(chunks)
+        Some(stream::iter(chunks))
     }
 }
 

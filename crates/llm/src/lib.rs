@@ -9,6 +9,7 @@ mod error;
 mod fake;
 mod message;
 mod model;
+pub mod observe;
 mod tool;
 
 pub use add::{add_messages, try_add_messages};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use stategraph_core::JsonMap;
 
-use crate::chunk::AiMessageChunk;
+use crate::chunk::{AiMessageChunk, collect_chunks};
 use crate::coerce::describe;
 use crate::message::{AiMessage, Message};
+use crate::observe::{ModelCall, SharedObserver};
 use crate::tool::tool_schema;
 use crate::{Error, Result};
 
@@ -298,18 +299,27 @@ impl CallOptions {
 
 /// A chat model: messages in, an AI message out, or a stream of chunks.
 ///
-/// Cancelling a call is dropping its future or stream.
+/// A provider implements [`generate`](Self::generate) and, if it streams,
+/// [`generate_stream`](Self::generate_stream); callers use
+/// [`invoke`](Self::invoke) and [`stream`](Self::stream), which add what
+/// every model shares: an id for answers that have none, and reporting to
+/// the graph runtime's `messages` stream mode when called inside a node
+/// ([`observe`](crate::observe::observe)). Cancelling a call is dropping
+/// its future or stream.
 ///
 /// # Behavior
-/// - [`invoke`](Self::invoke) returns one AI message. Bad model output (tool
-///   arguments that are not JSON, a tool call without a name) becomes an
+/// - `invoke` returns one AI message. Bad model output (tool arguments that
+///   are not JSON, a tool call without a name) becomes an
 ///   [`InvalidToolCall`](crate::InvalidToolCall) in it; an empty answer is
 ///   [`Error::EmptyResponse`]. Nothing panics on model output.
-/// - [`stream`](Self::stream) yields chunks that merge into what `invoke`
-///   would return ([`collect_chunks`](crate::collect_chunks)); every chunk of
-///   one message carries the same id, and the last one is marked
-///   [`ChunkPosition::Last`](crate::ChunkPosition::Last). The default
-///   yields the whole `invoke` answer as one chunk.
+/// - `stream` yields chunks that merge into what `invoke` would return
+///   ([`collect_chunks`](crate::collect_chunks)); every chunk of one message
+///   carries the same id, and the last one is marked
+///   [`ChunkPosition::Last`](crate::ChunkPosition::Last). A model that does
+///   not stream yields its whole answer as one chunk.
+/// - Inside an observed node, `invoke` streams when the model can (as
+///   LangChain does under a streaming callback), so tokens reach the
+///   `messages` stream mode; a call tagged [`NOSTREAM_TAG`] is not reported.
 /// - The options' tools are what the model may call; `bind_tools` binds them
 ///   once for every call.
 pub trait ChatModel: Send + Sync + fmt::Debug + 'static {
@@ -318,30 +328,84 @@ pub trait ChatModel: Send + Sync + fmt::Debug + 'static {
         "chat_model"
     }
 
-    /// Answers the conversation with one AI message.
-    fn invoke(
+    /// Who serves the model (`openai`, `ollama`, ...), reported as
+    /// `ls_provider` in `messages` stream metadata.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
+    /// The provider's answer to the conversation, as one AI message.
+    fn generate(
         &self,
         messages: &[Message],
         options: &CallOptions,
     ) -> impl Future<Output = Result<AiMessage>> + Send;
 
-    /// Answers the conversation as a stream of chunks.
+    /// The provider's answer as a stream of chunks, or `None` (the default)
+    /// when the model does not stream.
     ///
     /// The stream may borrow the model but not `messages` or `options`:
     /// read (or clone) what it needs before returning. Cloning messages is
     /// cheap (each is an `Arc`).
+    fn generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, Self>> {
+        let _ = (messages, options);
+        None::<stream::Empty<Result<AiMessageChunk>>>
+    }
+
+    /// Answers the conversation with one AI message.
+    fn invoke(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> impl Future<Output = Result<AiMessage>> + Send {
+        async move {
+            let Some(observer) = crate::observe::current(options) else {
+                return self.generate(messages, options).await.map(with_id);
+            };
+            match self.generate_stream(messages, options) {
+                Some(chunks) => {
+                    let chunks = report_chunks(chunks, Some(observer), self, options.tags.clone());
+                    collect_chunks(chunks, self.model_name()).await
+                }
+                None => {
+                    let message = with_id(self.generate(messages, options).await?);
+                    let call = ModelCall {
+                        model_name: self.model_name(),
+                        provider: self.provider_name(),
+                        tags: &options.tags,
+                    };
+                    observer.on_message(&call, &message);
+                    Ok(message)
+                }
+            }
+        }
+    }
+
+    /// Answers the conversation as a stream of chunks.
     fn stream<'a>(
         &'a self,
         messages: &[Message],
         options: &CallOptions,
     ) -> impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, Self> {
-        let messages = messages.to_vec();
-        let options = options.clone();
-        stream::once(async move {
-            self.invoke(&messages, &options)
-                .await
-                .map(AiMessageChunk::from)
-        })
+        let observer = crate::observe::current(options);
+        match self.generate_stream(messages, options) {
+            Some(chunks) => {
+                Either::Left(report_chunks(chunks, observer, self, options.tags.clone()))
+            }
+            None => {
+                let messages = messages.to_vec();
+                let options = options.clone();
+                Either::Right(stream::once(async move {
+                    self.invoke(&messages, &options)
+                        .await
+                        .map(AiMessageChunk::from)
+                }))
+            }
+        }
     }
 
     /// Answers with JSON that fits `schema`.
@@ -464,10 +528,64 @@ fn strip_fence(text: &str) -> &str {
         .map_or(trimmed, str::trim)
 }
 
+/// `message` with an id: its own, or a fresh `run-…` one (LangChain names
+/// an answer without an id after its run).
+fn with_id(mut message: AiMessage) -> AiMessage {
+    if message.id.is_none() {
+        message.id = Some(run_id());
+    }
+    message
+}
+
+fn run_id() -> String {
+    format!("run-{}", uuid::Uuid::new_v4())
+}
+
+/// Gives every chunk of one answer the same id (the first chunk's own, or
+/// a fresh `run-…` one) and reports each chunk to `observer`.
+fn report_chunks<'a, M: ChatModel + ?Sized>(
+    chunks: impl Stream<Item = Result<AiMessageChunk>> + Send + 'a,
+    observer: SharedObserver,
+    model: &'a M,
+    tags: Vec<String>,
+) -> impl Stream<Item = Result<AiMessageChunk>> + Send + 'a {
+    let mut id: Option<String> = None;
+    chunks.map(move |chunk| {
+        let mut chunk = chunk?;
+        let id = id.get_or_insert_with(|| chunk.id.clone().unwrap_or_else(run_id));
+        if chunk.id.is_none() {
+            chunk.id = Some(id.clone());
+        }
+        if let Some(observer) = &observer {
+            let call = ModelCall {
+                model_name: model.model_name(),
+                provider: model.provider_name(),
+                tags: &tags,
+            };
+            observer.on_chunk(&call, &chunk);
+        }
+        Ok(chunk)
+    })
+}
+
 /// The object-safe twin of [`ChatModel`], implemented for every model.
 pub trait DynChatModel: Send + Sync + fmt::Debug + 'static {
     /// See [`ChatModel::model_name`].
     fn dyn_model_name(&self) -> &str;
+    /// See [`ChatModel::provider_name`].
+    fn dyn_provider_name(&self) -> &str;
+    /// See [`ChatModel::generate`].
+    fn dyn_generate<'a>(
+        &'a self,
+        messages: &'a [Message],
+        options: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<AiMessage>>;
+    /// See [`ChatModel::generate_stream`].
+    fn dyn_generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<BoxStream<'a, Result<AiMessageChunk>>>;
     /// See [`ChatModel::invoke`].
     fn dyn_invoke<'a>(
         &'a self,
@@ -496,6 +614,24 @@ impl<M: ChatModel> DynChatModel for M {
     fn dyn_model_name(&self) -> &str {
         self.model_name()
     }
+    fn dyn_provider_name(&self) -> &str {
+        self.provider_name()
+    }
+    fn dyn_generate<'a>(
+        &'a self,
+        messages: &'a [Message],
+        options: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<AiMessage>> {
+        Box::pin(self.generate(messages, options))
+    }
+    fn dyn_generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<BoxStream<'a, Result<AiMessageChunk>>> {
+        self.generate_stream(messages, options)
+            .map(StreamExt::boxed)
+    }
     fn dyn_invoke<'a>(
         &'a self,
         messages: &'a [Message],
@@ -520,9 +656,24 @@ impl<M: ChatModel> DynChatModel for M {
     }
 }
 
+/// Every call goes to the model inside, so what it overrides (a bound
+/// model's options, a provider's native structured output) still applies.
 impl ChatModel for SharedChatModel {
     fn model_name(&self) -> &str {
         self.as_ref().dyn_model_name()
+    }
+    fn provider_name(&self) -> &str {
+        self.as_ref().dyn_provider_name()
+    }
+    async fn generate(&self, messages: &[Message], options: &CallOptions) -> Result<AiMessage> {
+        self.as_ref().dyn_generate(messages, options).await
+    }
+    fn generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a>> {
+        self.as_ref().dyn_generate_stream(messages, options)
     }
     async fn invoke(&self, messages: &[Message], options: &CallOptions) -> Result<AiMessage> {
         self.as_ref().dyn_invoke(messages, options).await
@@ -555,8 +706,29 @@ impl<M: ChatModel> ChatModel for Arc<M> {
     fn model_name(&self) -> &str {
         self.as_ref().model_name()
     }
-    async fn invoke(&self, messages: &[Message], options: &CallOptions) -> Result<AiMessage> {
-        self.as_ref().invoke(messages, options).await
+    fn provider_name(&self) -> &str {
+        self.as_ref().provider_name()
+    }
+    fn generate(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> impl Future<Output = Result<AiMessage>> + Send {
+        self.as_ref().generate(messages, options)
+    }
+    fn generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, M>> {
+        self.as_ref().generate_stream(messages, options)
+    }
+    fn invoke(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> impl Future<Output = Result<AiMessage>> + Send {
+        self.as_ref().invoke(messages, options)
     }
     fn stream<'a>(
         &'a self,
@@ -565,15 +737,13 @@ impl<M: ChatModel> ChatModel for Arc<M> {
     ) -> impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, M> {
         self.as_ref().stream(messages, options)
     }
-    async fn invoke_structured(
+    fn invoke_structured(
         &self,
         messages: &[Message],
         options: &CallOptions,
         schema: &OutputSchema,
-    ) -> Result<Json> {
-        self.as_ref()
-            .invoke_structured(messages, options, schema)
-            .await
+    ) -> impl Future<Output = Result<Json>> + Send {
+        self.as_ref().invoke_structured(messages, options, schema)
     }
 }
 
@@ -612,9 +782,30 @@ impl<M> BoundChatModel<M> {
     }
 }
 
+/// Every call goes to the model inside with the bound options merged in,
+/// so the innermost model sees (and reports) the tags of both.
 impl<M: ChatModel> ChatModel for BoundChatModel<M> {
     fn model_name(&self) -> &str {
         self.model.model_name()
+    }
+    fn provider_name(&self) -> &str {
+        self.model.provider_name()
+    }
+    fn generate(
+        &self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> impl Future<Output = Result<AiMessage>> + Send {
+        let merged = self.options.merged(options);
+        async move { self.model.generate(messages, &merged).await }
+    }
+    fn generate_stream<'a>(
+        &'a self,
+        messages: &[Message],
+        options: &CallOptions,
+    ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, M>> {
+        self.model
+            .generate_stream(messages, &self.options.merged(options))
     }
     fn invoke(
         &self,

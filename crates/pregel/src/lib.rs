@@ -20,8 +20,8 @@ pub use node::{
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{
-    DEFAULT_RECURSION_LIMIT, Durability, Input, NodeUpdate, PregelTask, RunStream, StateSnapshot,
-    StateUpdate, UpdatePayload,
+    DEFAULT_RECURSION_LIMIT, Durability, Input, MessageEvent, NodeUpdate, PregelTask, RunStream,
+    StateSnapshot, StateUpdate, StreamedMessage, UpdatePayload,
 };
 pub use types::{
     Command, CommandGraph, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names,

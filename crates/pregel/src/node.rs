@@ -345,6 +345,9 @@ pub(crate) struct Sink {
     pub(crate) modes: StreamModes,
     pub(crate) namespace: Arc<[String]>,
     pub(crate) shown: crate::IoChannels,
+    /// The ids of the messages the `messages` mode has sent to the queue
+    /// (shared by every sink of one queue).
+    pub(crate) seen: crate::run::SeenMessages,
 }
 
 impl Sink {
@@ -900,6 +903,7 @@ pub(crate) struct Forward {
     pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
     pub(crate) modes: StreamModes,
     pub(crate) namespace: Arc<[String]>,
+    pub(crate) seen: crate::run::SeenMessages,
 }
 
 impl fmt::Debug for RunOptions {
@@ -1199,6 +1203,7 @@ impl TaskContext {
                     queue: sink.queue.clone(),
                     modes: sink.modes,
                     namespace: Arc::from(namespace),
+                    seen: sink.seen.clone(),
                 }
             }),
         }

@@ -20,6 +20,7 @@ use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::Serialize;
 use stategraph_checkpoint::{ChannelVersion, CheckpointSource};
 use stategraph_core::{RunnableConfig, Value};
+use stategraph_llm::observe::observe;
 
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
@@ -31,8 +32,12 @@ use crate::retry;
 use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names};
 use crate::{ChannelId, NodeId};
 
+mod messages;
 mod persist;
 mod update;
+
+pub(crate) use messages::SeenMessages;
+pub use messages::{MessageEvent, StreamedMessage};
 
 pub use persist::{Durability, PregelTask, StateSnapshot};
 pub use update::StateUpdate;
@@ -212,12 +217,14 @@ impl RunStream {
             modes: modes.union(printed),
             namespace: Arc::from(Vec::new()),
             shown: output,
+            seen: SeenMessages::default(),
         };
         let forward = options.forward.clone().map(|forward| Sink {
             queue: forward.queue,
             modes: forward.modes,
             namespace: forward.namespace,
             shown: graph.stream.clone(),
+            seen: forward.seen,
         });
         let durability = options.durability;
         let scope = match (&options.parent, &graph.checkpointer, options.nested) {
@@ -993,6 +1000,11 @@ impl Loop {
                 self.emit_task_start(task);
             }
         }
+        if self.run.wants(StreamMode::Messages) {
+            for task in tasks.iter().filter(|task| !task.cached) {
+                self.see_input_messages(task);
+            }
+        }
         if self.graph.cache.is_some() {
             for task in tasks.iter_mut().filter(|task| !task.cached) {
                 self.use_cached_writes(task);
@@ -1012,7 +1024,11 @@ impl Loop {
                 Some(func) => {
                     let name = graph.shape.node_name(task.node);
                     let (input, ctx) = (task.input.clone(), self.task_context(task));
-                    run_with_retry(func, name, input, ctx, &node.retry).await
+                    let run = run_with_retry(func, name, input, ctx, &node.retry);
+                    match self.task_observer(task) {
+                        Some(observer) => observe(observer, run.boxed()).await,
+                        None => run.await,
+                    }
                 }
                 None => Ok(passthrough(&task.input)),
             };
@@ -1031,16 +1047,18 @@ impl Loop {
                     let input = task.input.clone();
                     let func = func.clone();
                     let retry = node.retry.clone();
-                    running.push(
-                        async move {
-                            let name = ctx.node.clone();
-                            (
-                                index,
-                                run_with_retry(&func, &name, input, ctx, &retry).await,
-                            )
-                        }
-                        .boxed(),
-                    );
+                    let run = async move {
+                        let name = ctx.node.clone();
+                        (
+                            index,
+                            run_with_retry(&func, &name, input, ctx, &retry).await,
+                        )
+                    }
+                    .boxed();
+                    running.push(match self.task_observer(task) {
+                        Some(observer) => observe(observer, run).boxed(),
+                        None => run,
+                    });
                 }
                 None => {
                     let output = passthrough(&task.input);
@@ -1256,19 +1274,15 @@ impl Loop {
         }
     }
 
-    /// `{id, name, input, triggers}` for a task about to run.
-    fn emit_task_start(&self, task: &Task) {
-        let node = &self.graph.nodes[task.node];
-        if node.hidden {
-            return;
-        }
-        let triggers: Vec<Arc<str>> = match task.path {
+    /// The triggers LangGraph reports for a task: `__pregel_push` for a
+    /// `Send`, and for a pulled node every trigger of the node, sorted (the
+    /// same list its task id hashes), not only the ones that fired.
+    fn task_triggers(&self, task: &Task) -> Vec<Arc<str>> {
+        match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
             TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            // LangGraph names every trigger of the node, sorted (the same
-            // list its task id hashes), not only the ones that fired.
             TaskPath::Pull(_) => {
-                let mut triggers: Vec<Arc<str>> = node
+                let mut triggers: Vec<Arc<str>> = self.graph.nodes[task.node]
                     .triggers
                     .iter()
                     .map(|c| self.graph.shape.channel_name_arc(*c))
@@ -1276,7 +1290,16 @@ impl Loop {
                 triggers.sort();
                 triggers
             }
-        };
+        }
+    }
+
+    /// `{id, name, input, triggers}` for a task about to run.
+    fn emit_task_start(&self, task: &Task) {
+        let node = &self.graph.nodes[task.node];
+        if node.hidden {
+            return;
+        }
+        let triggers = self.task_triggers(task);
         let id = self.task_id(task);
         let name = self.graph.shape.node_name(task.node).clone();
         self.emit_task_event("task", |_| TaskStart {
@@ -1309,6 +1332,7 @@ impl Loop {
         if node.hidden {
             return Ok(());
         }
+        self.send_output_messages(task);
         self.emit_updates(task, false);
         if self.wants_task_events() {
             let id = self.task_id(task);

@@ -324,4 +324,9 @@ impl StreamChunk {
     pub fn to_json(&self) -> serde_json::Value {
         self.data.to_json().unwrap_or(serde_json::Value::Null)
     }
+
+    /// The message of a `messages` chunk.
+    pub fn message(&self) -> Option<&crate::MessageEvent> {
+        self.data.downcast_ref()
+    }
 }

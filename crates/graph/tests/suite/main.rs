@@ -27,6 +27,7 @@ mod trace_13_interrupt_before_after;
 mod trace_14_update_state;
 mod trace_16_subgraph_state;
 mod trace_17_stream_modes;
+mod trace_18_stream_messages;
 mod trace_19_recursion_limit;
 mod trace_20_retry_policy;
 mod trace_22_defer;

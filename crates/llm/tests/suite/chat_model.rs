@@ -250,3 +250,137 @@ async fn fake_streaming_chunks_match_case_18() {
         .await;
     assert_eq!(ours, expected);
 }
+
+/// One report of an observed model call: `(kind, provider, text, id)`.
+type Report = (&'static str, String, String, Option<String>);
+
+/// Records what observed model calls report.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<Report>>);
+
+impl stategraph_llm::observe::ModelObserver for Recorder {
+    fn on_chunk(
+        &self,
+        call: &stategraph_llm::observe::ModelCall<'_>,
+        chunk: &stategraph_llm::AiMessageChunk,
+    ) {
+        self.0.lock().unwrap().push((
+            "chunk",
+            call.provider.to_owned(),
+            chunk.content.text().into_owned(),
+            chunk.id.clone(),
+        ));
+    }
+    fn on_message(&self, call: &stategraph_llm::observe::ModelCall<'_>, message: &AiMessage) {
+        self.0.lock().unwrap().push((
+            "message",
+            call.provider.to_owned(),
+            message.text().into_owned(),
+            message.id.clone(),
+        ));
+    }
+}
+
+/// Runs `work` observed by a fresh recorder and returns what it recorded.
+async fn observed<F: std::future::Future<Output = ()> + Send + 'static>(work: F) -> Vec<Report> {
+    use futures::FutureExt;
+    let recorder = Arc::new(Recorder::default());
+    let observer: Arc<dyn stategraph_llm::observe::ModelObserver> = recorder.clone();
+    stategraph_llm::observe::observe(Some(observer), work.boxed()).await;
+    recorder.0.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn observed_invoke_streams_tokens_of_a_streaming_model() {
+    let model = FakeStreamingModel::new([AiMessage::new("hello big world").with_id("ai-1")]);
+    let seen = observed(async move {
+        let answer = model.invoke(&[], &CallOptions::default()).await.unwrap();
+        assert_eq!(answer.text(), "hello big world");
+        assert_eq!(answer.id.as_deref(), Some("ai-1"));
+    })
+    .await;
+    let tokens: Vec<&str> = seen.iter().map(|(_, _, text, _)| text.as_str()).collect();
+    assert_eq!(tokens, ["hello", " ", "big", " ", "world"]);
+    assert!(seen.iter().all(|(kind, provider, _, id)| *kind == "chunk"
+        && provider == "genericfakechatmodel"
+        && id.as_deref() == Some("ai-1")));
+}
+
+#[tokio::test]
+async fn observed_calls_report_whole_answers_of_non_streaming_models_with_ids() {
+    let seen = observed(async move {
+        let model = ScriptedChatModel::new([AiMessage::new("plain")]);
+        let answer = model.invoke(&[], &CallOptions::default()).await.unwrap();
+        // Every answer has an id (the scripted model's own deterministic one).
+        assert!(answer.id.is_some());
+        // Streaming a model that does not stream yields its whole answer.
+        let model = ScriptedChatModel::new([AiMessage::new("streamed whole")]).into_shared();
+        let chunks: Vec<_> = model.stream(&[], &CallOptions::default()).collect().await;
+        assert_eq!(chunks.len(), 1);
+    })
+    .await;
+    let kinds: Vec<(&str, &str)> = seen
+        .iter()
+        .map(|(kind, _, text, _)| (*kind, text.as_str()))
+        .collect();
+    assert_eq!(kinds, [("message", "plain"), ("message", "streamed whole")]);
+    assert!(seen.iter().all(|(_, _, _, id)| id.is_some()));
+}
+
+#[tokio::test]
+async fn nostream_models_report_nothing_even_behind_shared_and_bound_layers() {
+    let seen = observed(async move {
+        let hidden = FakeStreamingModel::from_text("secret tokens")
+            .with_options(CallOptions::default().with_tags([NOSTREAM_TAG]))
+            .into_shared();
+        let answer = hidden.invoke(&[], &CallOptions::default()).await.unwrap();
+        assert_eq!(answer.text(), "secret tokens");
+        let chunks: Vec<_> = hidden.stream(&[], &CallOptions::default()).collect().await;
+        assert_eq!(chunks.len(), 3);
+        // Tagged per call, too.
+        let model = FakeStreamingModel::from_text("quiet");
+        let tagged = CallOptions::default().with_tags([NOSTREAM_TAG]);
+        model.invoke(&[], &tagged).await.unwrap();
+    })
+    .await;
+    assert_eq!(seen, []);
+}
+
+#[tokio::test]
+async fn unobserved_streams_give_every_chunk_the_same_id() {
+    let model = FakeStreamingModel::new([AiMessage::new("a b")]);
+    let chunks: Vec<_> = model
+        .stream(&[], &CallOptions::default())
+        .map(|chunk| chunk.unwrap().id)
+        .collect()
+        .await;
+    assert_eq!(chunks.len(), 3);
+    assert!(chunks.iter().all(|id| id.is_some() && *id == chunks[0]));
+}
+
+/// A provider that only implements `generate` and gives no ids.
+#[derive(Debug)]
+struct Anonymous;
+
+impl ChatModel for Anonymous {
+    async fn generate(&self, _: &[Message], _: &CallOptions) -> stategraph_llm::Result<AiMessage> {
+        Ok(AiMessage::new("no id"))
+    }
+}
+
+#[tokio::test]
+async fn answers_without_ids_are_named_after_their_run() {
+    let answer = Anonymous
+        .invoke(&[], &CallOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        answer.id.as_deref().unwrap().starts_with("run-"),
+        "{answer:?}"
+    );
+    let again = Anonymous
+        .invoke(&[], &CallOptions::default())
+        .await
+        .unwrap();
+    assert_ne!(answer.id, again.id);
+}

@@ -1027,6 +1027,7 @@ pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
         modes: StreamModes::NONE,
         namespace: Arc::from(Vec::new()),
         shown: graph.stream.clone(),
+        seen: super::SeenMessages::default(),
     };
     let run = RunInfo::new(
         RunnableConfig::default(),
@@ -1090,11 +1091,7 @@ fn snapshot(
         shown.push(PregelTask {
             id: pad.task_id.to_string(),
             name: name.to_string(),
-            path: match task.path {
-                TaskPath::Pull(_) => serde_json::json!([names::PULL, &**name]),
-                TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
-                TaskPath::Update(index) => serde_json::json!([names::INTERRUPT, index]),
-            },
+            path: task_path_json(&task.path, name),
             error: writes.iter().find(|w| w.channel == names::ERROR).map(|w| {
                 match w.value.as_json() {
                     Some(serde_json::Value::String(text)) => text.clone(),
@@ -1239,5 +1236,16 @@ impl Pregel {
             history.push(snapshot(&self.inner, &tuple?, false)?);
         }
         Ok(history)
+    }
+}
+
+/// LangGraph's task path: `["__pregel_pull", node]`, `["__pregel_push",
+/// index, false]` for a `Send`, `["__interrupt__", index]` for a state
+/// update.
+pub(super) fn task_path_json(path: &TaskPath, name: &str) -> serde_json::Value {
+    match path {
+        TaskPath::Pull(_) => serde_json::json!([names::PULL, name]),
+        TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
+        TaskPath::Update(index) => serde_json::json!([names::INTERRUPT, index]),
     }
 }

@@ -650,3 +650,64 @@ pub(crate) async fn log_history(app: &CompiledStateGraph, config: &RunnableConfi
             .collect(),
     )
 }
+
+/// Rewrites every message in `value` (our serde form, `{"type": "ai",
+/// "content", ...}`) into the trace encoding of `_common.message`: the
+/// class name as `$msg`, `content`, and the other public fields only when
+/// not empty (`status` only when not `success`; `response_metadata`
+/// dropped).
+pub(crate) fn py_messages(value: &Json) -> Json {
+    const FIELDS: [&str; 12] = [
+        "content",
+        "id",
+        "name",
+        "tool_calls",
+        "invalid_tool_calls",
+        "tool_call_chunks",
+        "tool_call_id",
+        "status",
+        "artifact",
+        "additional_kwargs",
+        "usage_metadata",
+        "chunk_position",
+    ];
+    let class = |kind: &str| match kind {
+        "human" => Some("HumanMessage"),
+        "ai" => Some("AIMessage"),
+        "system" => Some("SystemMessage"),
+        "tool" => Some("ToolMessage"),
+        "remove" => Some("RemoveMessage"),
+        "AIMessageChunk" => Some("AIMessageChunk"),
+        _ => None,
+    };
+    match value {
+        Json::Object(map) => {
+            let kind = map.get("type").and_then(Json::as_str).and_then(class);
+            match kind {
+                Some(kind) if map.contains_key("content") => {
+                    let mut out = serde_json::Map::new();
+                    out.insert("$msg".into(), kind.into());
+                    for field in FIELDS {
+                        let Some(v) = map.get(field) else { continue };
+                        let empty = v.is_null()
+                            || v.as_array().is_some_and(Vec::is_empty)
+                            || v.as_object().is_some_and(serde_json::Map::is_empty)
+                            || v.as_str() == Some("");
+                        if (empty && field != "content") || (field == "status" && v == "success") {
+                            continue;
+                        }
+                        out.insert(field.into(), py_messages(v));
+                    }
+                    Json::Object(out)
+                }
+                _ => Json::Object(
+                    map.iter()
+                        .map(|(k, v)| (k.clone(), py_messages(v)))
+                        .collect(),
+                ),
+            }
+        }
+        Json::Array(items) => Json::Array(items.iter().map(py_messages).collect()),
+        other => other.clone(),
+    }
+}
