@@ -154,6 +154,15 @@ async fn acknowledged(saver: &SharedSaver, thread: &str) -> BTreeSet<String> {
     done
 }
 
+/// Whether the thread has a checkpoint to resume from.
+async fn has_checkpoint(saver: &SharedSaver, thread: &str) -> bool {
+    saver
+        .get_tuple(&CheckpointConfig::thread(thread))
+        .await
+        .unwrap()
+        .is_some()
+}
+
 /// A tiny deterministic generator for the kill delays (xorshift).
 struct Delays(u64);
 
@@ -190,6 +199,11 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
         loop {
             let ran_before = lines(&runs).len();
             let before = acknowledged(&saver, &thread).await;
+            // A child killed before its input checkpoint was saved left
+            // nothing to resume: start the thread again.
+            if !has_checkpoint(&saver, &thread).await {
+                input = "start";
+            }
             let mut child = Process::new(std::env::current_exe().unwrap())
                 .args([&this_test_name(), "--exact", "--nocapture"])
                 .env(CHILD, "1")
