@@ -34,3 +34,10 @@ pub use tool::{
 /// The schemars crate, for `#[derive(JsonSchema)]` on tool arguments without
 /// a direct dependency: add `#[schemars(crate = "stategraph_llm::schemars")]`.
 pub use schemars;
+
+/// What the code `#[tool]` (stategraph-macros) generates names, so a crate
+/// using it needs no other dependency. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}

@@ -1,8 +1,10 @@
-//! `#[derive(State)]`: typed graph state for stategraph.
+//! `#[derive(State)]` (typed graph state) and `#[tool]` (tools from async
+//! functions) for stategraph.
 #![doc = include_str!("../README.md")]
 
 mod attrs;
 mod expand;
+mod tool;
 
 use proc_macro::TokenStream;
 
@@ -60,4 +62,114 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
     expand::derive_state(&input)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+/// Turns an `async fn` into a `stategraph_llm::Tool` (LangChain's `@tool`).
+///
+/// `#[tool] async fn get_weather(...)` keeps the function as written and adds
+/// a unit struct `GetWeatherTool` (the function's name in UpperCamelCase plus
+/// `Tool`, with the function's visibility) implementing `Tool`:
+///
+/// - `name()` is the function's name; `description()` its doc comment (all
+///   lines, joined with `\n`, shared indentation and surrounding blank lines
+///   removed).
+/// - `args_schema()` has one property per parameter, described by the
+///   parameter's doc comment; `Option<T>` parameters are optional.
+/// - `call()` reads each argument from the JSON arguments and awaits the
+///   function. A missing or ill-typed argument is
+///   `ToolError::InvalidArgs` naming it, never a panic.
+///
+/// The generated code names `::stategraph_llm`; through the facade, write
+/// `#[tool(crate = "stategraph::llm")]` (the facade re-exports the macro as
+/// `stategraph::tool`).
+///
+/// # Options: `#[tool(...)]`
+///
+/// - `name = "..."`: the tool's name (default: the function's name).
+/// - `description = "..."`: the description (default: the doc comment; one
+///   of the two is required).
+/// - `return_direct`: `Tool::return_direct` is `true`.
+/// - `crate = "path"`: the path of `stategraph-llm` in the generated code
+///   (default `::stategraph_llm`), for crates that reach it through a
+///   re-export.
+///
+/// # Parameters
+///
+/// - Plain parameters (`a: i64`) are the model's arguments. Their types
+///   implement `serde::Deserialize` and `schemars::JsonSchema` and are owned
+///   (`String`, not `&str`).
+/// - `#[inject(state)]`, `#[inject(state = "key")]` and
+///   `#[inject(tool_call_id)]` parameters are filled from the call's
+///   `ToolContext` (the whole graph state, one key of it, the tool call id):
+///   they are listed in `injected_args()`, hidden from the model-visible
+///   `schema()`, and their types need only deserialize from that JSON.
+/// - A parameter of type `ToolContext` receives the call's context, for the
+///   store, the runtime or any other extension (`ToolContext::get`). It is not
+///   an argument.
+///
+/// # Return type
+///
+/// `Result<O, E>` (any type named `Result`) where `O: Into<ToolOutput>` and
+/// `E: Into<ToolError>`: `ToolError` itself, or your own error type with an
+/// `impl From<MyError> for ToolError`. Any other type `O: Into<ToolOutput>`
+/// (`String`, `&'static str`, `Content`, `serde_json::Value`, `ToolOutput`)
+/// makes a tool that never fails once its arguments are read.
+///
+/// # Rejected at compile time
+///
+/// Functions that are not `async`, `unsafe fn`s, generic functions (`impl
+/// Trait` parameters included), methods taking `self`, pattern parameters
+/// (`(a, b): (i64, i64)`), borrowed parameters (`&str`), more than one
+/// `ToolContext` parameter, functions returning `()`, a missing or empty
+/// description, unknown or repeated options, and unknown `inject` sources.
+///
+/// # Example
+///
+/// ```
+/// use serde_json::json;
+/// use stategraph_llm::{Tool, ToolContext, ToolError};
+/// use stategraph_macros::tool;
+///
+/// /// Adds two numbers.
+/// #[tool]
+/// async fn add(
+///     /// The first number.
+///     a: i64,
+///     /// The second number.
+///     b: i64,
+/// ) -> Result<String, ToolError> {
+///     Ok((a + b).to_string())
+/// }
+///
+/// let schema = AddTool.schema();
+/// assert_eq!(schema.name, "add");
+/// assert_eq!(schema.description, "Adds two numbers.");
+/// assert_eq!(schema.parameters["required"], json!(["a", "b"]));
+/// assert_eq!(schema.parameters["properties"]["a"]["description"], "The first number.");
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let out = AddTool.call(json!({"a": 2, "b": 3}), ToolContext::default()).await?;
+/// assert_eq!(out.content.text(), "5");
+/// // The function is still there.
+/// assert_eq!(add(2, 3).await?, "5");
+///
+/// let err = AddTool.call(json!({"a": "two", "b": 3}), ToolContext::default()).await.unwrap_err();
+/// assert!(err.is_invalid_args());
+/// assert!(err.to_string().contains("`a`"), "{err}");
+/// # Ok::<(), ToolError>(())
+/// # }).unwrap();
+/// ```
+///
+/// A sync function is an error:
+///
+/// ```compile_fail
+/// /// Adds two numbers.
+/// #[stategraph_macros::tool]
+/// fn add(a: i64, b: i64) -> String {
+///     (a + b).to_string()
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(attr.into(), item.into()).into()
 }
