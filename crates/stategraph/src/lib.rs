@@ -9,7 +9,31 @@ pub use stategraph_checkpoint_postgres as checkpoint_postgres;
 pub use stategraph_checkpoint_sqlite as checkpoint_sqlite;
 pub use stategraph_core as core;
 pub use stategraph_graph as graph;
+pub use stategraph_llm as llm;
+#[cfg(feature = "openai")]
+pub use stategraph_openai as openai;
 pub use stategraph_pregel as pregel;
+
+/// Turns an `async fn` into a [`llm::Tool`]; see
+/// [`stategraph_macros::tool`]. Through the facade, write
+/// `#[tool(crate = "stategraph::llm")]`:
+///
+/// ```
+/// use stategraph::llm::{Tool, ToolError};
+///
+/// /// Shouts the text back.
+/// #[stategraph::tool(crate = "stategraph::llm")]
+/// async fn shout(
+///     /// What to shout.
+///     text: String,
+/// ) -> Result<String, ToolError> {
+///     Ok(text.to_uppercase())
+/// }
+///
+/// assert_eq!(ShoutTool.name(), "shout");
+/// assert_eq!(ShoutTool.description(), "Shouts the text back.");
+/// ```
+pub use stategraph_macros::tool;
 
 pub use stategraph_core::{CheckpointId, ErrorKind, RunnableConfig, Value};
 
@@ -37,6 +61,7 @@ pub mod prelude {
         CompileOptions, CompiledStateGraph, Durability, END, MessagesState, NodeSpec, PathMap,
         RunOptions, START, Schema, State, StateGraph, StateSnapshot, StateUpdate,
     };
+    pub use stategraph_llm::{CallOptions, ChatModel, Message};
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
         SubgraphCheckpoints, TaskContext,

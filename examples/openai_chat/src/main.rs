@@ -18,9 +18,8 @@ use std::io::Write;
 
 use futures::StreamExt;
 use stategraph::graph::{MessagesStateUpdate, MessagesStateView};
+use stategraph::openai::{ChatOpenAi, ConfigError};
 use stategraph::prelude::*;
-use stategraph_llm::{CallOptions, ChatModel, Message};
-use stategraph_openai::{ChatOpenAi, ConfigError};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -69,7 +69,7 @@ async fn bad_embedding_answers_are_typed_errors() {
     ])
     .await;
     let embedder = embedder(&stand_in);
-    let two = vec!["a".to_owned(), "b".to_owned()];
+    let two = ["a".to_owned(), "b".to_owned()];
     for (texts, expected) in [
         (&two[..], "1 embeddings for 2 texts"),
         (&two[..1], "embedding 0 is not a list of numbers"),
