@@ -1,0 +1,103 @@
+//! The error type of stores.
+
+use stategraph_core::ErrorKind;
+
+/// A `Result` with this crate's [`enum@StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// What can go wrong in a store operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A namespace breaks the naming rules.
+    #[error("invalid namespace {namespace:?}: {reason}")]
+    InvalidNamespace {
+        /// The namespace given.
+        namespace: Vec<String>,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// A filter key is not a dotted path of `[A-Za-z0-9_-]` segments.
+    #[error(
+        "invalid filter key `{key}`: use dot-separated segments of letters, digits, `_` and `-`"
+    )]
+    InvalidFilterKey {
+        /// The key given.
+        key: String,
+    },
+    /// A filter operator is unknown or has a bad operand.
+    #[error("invalid filter on `{key}`: {message}")]
+    InvalidFilter {
+        /// The filtered key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value that must be a JSON object is not one.
+    #[error("the value of {namespace:?}/{key} must be a JSON object")]
+    NotAnObject {
+        /// The item's namespace.
+        namespace: Vec<String>,
+        /// The item's key.
+        key: String,
+    },
+    /// The store does not support what was asked (TTL on a store without
+    /// it, for example).
+    #[error("{operation} is not supported by {store}")]
+    Unsupported {
+        /// The operation asked for.
+        operation: String,
+        /// The store.
+        store: &'static str,
+    },
+    /// Embedding texts for the semantic index failed.
+    #[error("embedding failed: {0}")]
+    Embedding(#[source] stategraph_llm::Error),
+    /// The embedder returned vectors of the wrong length.
+    #[error("the embedder returned {got} dimensions, the index expects {expected}")]
+    Dimensions {
+        /// The index's `dims`.
+        expected: usize,
+        /// What the embedder returned.
+        got: usize,
+    },
+    /// The backing database failed.
+    #[error("{store} failed: {message}")]
+    Backend {
+        /// The store.
+        store: &'static str,
+        /// What happened.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+impl StoreError {
+    /// The coarse classification of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidNamespace { .. }
+            | Self::InvalidFilterKey { .. }
+            | Self::InvalidFilter { .. }
+            | Self::NotAnObject { .. }
+            | Self::Dimensions { .. } => ErrorKind::InvalidInput,
+            Self::Unsupported { .. } => ErrorKind::Unsupported,
+            Self::Embedding(err) => err.kind(),
+            Self::Backend { .. } => ErrorKind::Backend,
+        }
+    }
+
+    /// A backend failure of `store` from any error.
+    pub fn backend(
+        store: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Backend {
+            store,
+            message: source.to_string(),
+            source: Some(Box::new(source)),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Long-term memory for stategraph: LangGraph's `BaseStore` in Rust.
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod filter;
+mod index;
+mod memory;
+mod path;
+pub mod query;
+mod store;
+mod types;
+
+pub use error::{Result, StoreError};
+pub use filter::Filter;
+pub use index::{IndexConfig, best_score};
+pub use memory::{Clock, InMemoryStore, Sweeper, TtlConfig};
+pub use path::texts_at_path;
+pub use store::{DynStore, SharedStore, Store, StoreCapabilities};
+pub use types::{
+    GetOp, IndexFields, Item, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
+    SearchItem, SearchOp, Ttl, ns, validate_namespace, validate_user_namespace,
+};

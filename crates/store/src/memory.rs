@@ -1,0 +1,435 @@
+//! [`InMemoryStore`]: a store in a map, with semantic search and TTL.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::index::best_score;
+use crate::query::{has_prefix, list_namespaces, rank_and_page};
+use crate::{
+    Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
+    StoreCapabilities, StoreError, Ttl, validate_namespace,
+};
+
+/// Where a store reads the time (tests pass a clock they move by hand).
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// Expiry of items (LangGraph's `TTLConfig`); times in minutes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TtlConfig {
+    /// The TTL of puts that do not give one; `None`: they never expire.
+    pub default_ttl: Option<f64>,
+    /// Whether reads (get, search) with `refresh_ttl` extend the TTL of
+    /// what they return. Default `true`.
+    pub refresh_on_read: bool,
+    /// How often a started sweeper deletes expired items.
+    pub sweep_interval_minutes: Option<f64>,
+    /// Whether expired items not yet swept are hidden from reads. Default
+    /// `false` (LangGraph's default: they are returned until swept).
+    pub omit_expired: bool,
+}
+
+impl Default for TtlConfig {
+    fn default() -> Self {
+        Self {
+            default_ttl: None,
+            refresh_on_read: true,
+            sweep_interval_minutes: None,
+            omit_expired: false,
+        }
+    }
+}
+
+impl TtlConfig {
+    /// Puts live `minutes` unless they say otherwise.
+    #[must_use]
+    pub fn with_default_ttl(mut self, minutes: f64) -> Self {
+        self.default_ttl = Some(minutes);
+        self
+    }
+
+    /// Sets whether reads extend TTLs.
+    #[must_use]
+    pub fn with_refresh_on_read(mut self, refresh: bool) -> Self {
+        self.refresh_on_read = refresh;
+        self
+    }
+
+    /// Sets whether expired, unswept items are hidden.
+    #[must_use]
+    pub fn with_omit_expired(mut self, omit: bool) -> Self {
+        self.omit_expired = omit;
+        self
+    }
+
+    /// Sets the sweeper's interval.
+    #[must_use]
+    pub fn with_sweep_interval(mut self, minutes: f64) -> Self {
+        self.sweep_interval_minutes = Some(minutes);
+        self
+    }
+
+    /// The TTL in minutes a put gets, or an error for a TTL on a store
+    /// without expiry.
+    ///
+    /// # Errors
+    /// [`StoreError::Unsupported`] when `config` is `None` and `ttl` asks
+    /// for minutes.
+    pub fn ttl_of(config: Option<&Self>, ttl: Ttl, store: &'static str) -> Result<Option<f64>> {
+        match (ttl, config) {
+            (Ttl::Never, _) | (Ttl::Default, None) => Ok(None),
+            (Ttl::Default, Some(config)) => Ok(config.default_ttl),
+            (Ttl::Minutes(minutes), Some(_)) => Ok(Some(minutes)),
+            (Ttl::Minutes(_), None) => Err(StoreError::Unsupported {
+                operation: "a TTL (configure the store with a TtlConfig)".into(),
+                store,
+            }),
+        }
+    }
+
+    /// When an item with `minutes` of TTL expires, counted from `now`.
+    pub fn deadline(now: DateTime<Utc>, minutes: f64) -> DateTime<Utc> {
+        let millis = (minutes * 60_000.0).clamp(0.0, 1.0e15) as i64;
+        now + chrono::Duration::milliseconds(millis)
+    }
+}
+
+/// A store in a map, for tests, notebooks and single-process apps: every
+/// operation of [`Store`], semantic search with an [`IndexConfig`]
+/// (cosine similarity, each item scored by its best vector), and expiry
+/// with a [`TtlConfig`]. Cloning shares the map.
+///
+/// ```
+/// use serde_json::json;
+/// use stategraph_store::{InMemoryStore, SearchOp, Store, ns};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// store.put(&["users", "alice"], "food", json!({"likes": "pizza", "rating": 9})).await?;
+/// store.put(&["users", "bob"], "food", json!({"likes": "sushi", "rating": 7})).await?;
+///
+/// let item = store.get(&["users", "alice"], "food").await?.unwrap();
+/// assert_eq!(item.value["likes"], "pizza");
+///
+/// let filter = json!({"rating": {"$gt": 8}}).as_object().unwrap().clone();
+/// let found = store.search(SearchOp::new(ns(["users"])).with_filter(filter)).await?;
+/// assert_eq!(found.len(), 1);
+/// assert_eq!(found[0].item.namespace, ns(["users", "alice"]));
+/// # Ok::<(), stategraph_store::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct InMemoryStore {
+    entries: Arc<Mutex<BTreeMap<(Namespace, String), Entry>>>,
+    index: Option<IndexConfig>,
+    ttl: Option<TtlConfig>,
+    clock: Clock,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    item: Item,
+    vectors: Vec<Vec<f32>>,
+    ttl_minutes: Option<f64>,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+impl Entry {
+    fn expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+impl std::fmt::Debug for InMemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryStore")
+            .field("items", &self.lock().len())
+            .field("index", &self.index)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A put ready to apply: its embeddings computed beforehand.
+struct Prepared {
+    op: PutOp,
+    vectors: Vec<Vec<f32>>,
+    ttl: Option<f64>,
+}
+
+const NAME: &str = "InMemoryStore";
+
+impl InMemoryStore {
+    /// An empty store without index or expiry.
+    pub fn new() -> Self {
+        Self {
+            entries: Arc::default(),
+            index: None,
+            ttl: None,
+            clock: Arc::new(Utc::now),
+        }
+    }
+
+    /// Adds a semantic index.
+    #[must_use]
+    pub fn with_index(mut self, index: IndexConfig) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Adds expiry.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Reads the time from `clock` instead of the system clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The index, if any.
+    pub fn index(&self) -> Option<&IndexConfig> {
+        self.index.as_ref()
+    }
+
+    /// Deletes every expired item; returns how many.
+    pub fn sweep_expired(&self) -> usize {
+        let now = (self.clock)();
+        let mut entries = self.lock();
+        let before = entries.len();
+        entries.retain(|_, entry| !entry.expired(now));
+        before - entries.len()
+    }
+
+    /// Starts a task sweeping expired items every `sweep_interval_minutes`
+    /// of the TTL config (a minute if unset); it stops when the handle is
+    /// dropped or stopped. Needs a tokio runtime.
+    pub fn start_sweeper(&self) -> Sweeper {
+        let minutes = self
+            .ttl
+            .and_then(|ttl| ttl.sweep_interval_minutes)
+            .unwrap_or(1.0);
+        let interval = Duration::from_secs_f64((minutes * 60.0).max(0.001));
+        let store = self.clone();
+        Sweeper(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                let swept = store.sweep_expired();
+                if swept > 0 {
+                    tracing::debug!(swept, "swept expired store items");
+                }
+            }
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Namespace, String), Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn omit_expired(&self) -> bool {
+        self.ttl.is_some_and(|ttl| ttl.omit_expired)
+    }
+
+    fn refreshes(&self, asked: bool) -> bool {
+        asked && self.ttl.is_some_and(|ttl| ttl.refresh_on_read)
+    }
+
+    /// Checks every op, embeds what the puts and queries need, all before
+    /// anything changes.
+    async fn prepare(&self, ops: &[Op]) -> Result<(Vec<Option<Prepared>>, Vec<Option<Vec<f32>>>)> {
+        let mut puts = Vec::with_capacity(ops.len());
+        let mut queries = Vec::with_capacity(ops.len());
+        let mut texts: Vec<String> = Vec::new();
+        let mut spans = Vec::new();
+        for op in ops {
+            let (mut put, mut query) = (None, None);
+            match op {
+                Op::Get(get) => validate_namespace(&get.namespace)?,
+                Op::Put(op) => {
+                    validate_namespace(&op.namespace)?;
+                    let ttl = TtlConfig::ttl_of(self.ttl.as_ref(), op.ttl, NAME)?;
+                    let start = texts.len();
+                    if let (Some(index), Some(value)) = (&self.index, &op.value) {
+                        texts.extend(index.texts(value, &op.index));
+                    }
+                    spans.push(start..texts.len());
+                    put = Some(Prepared {
+                        op: op.clone(),
+                        vectors: Vec::new(),
+                        ttl,
+                    });
+                }
+                Op::Search(search) => {
+                    Filter::new(&search.filter)?;
+                    if let (Some(index), Some(text)) = (&self.index, &search.query) {
+                        query = Some(index.embed_query(text).await?);
+                    }
+                }
+                Op::ListNamespaces(_) => {}
+            }
+            puts.push(put);
+            queries.push(query);
+        }
+        if let Some(index) = &self.index {
+            let mut vectors = index.embed(&texts).await?.into_iter();
+            let mut spans = spans.into_iter();
+            for put in puts.iter_mut().flatten() {
+                let span = spans.next().unwrap_or(0..0);
+                put.vectors = vectors.by_ref().take(span.len()).collect();
+            }
+        }
+        Ok((puts, queries))
+    }
+
+    fn apply_put(
+        &self,
+        entries: &mut BTreeMap<(Namespace, String), Entry>,
+        prepared: Prepared,
+        now: DateTime<Utc>,
+    ) {
+        let Prepared { op, vectors, ttl } = prepared;
+        let address = (op.namespace, op.key);
+        let Some(value) = op.value else {
+            entries.remove(&address);
+            return;
+        };
+        let created_at = entries
+            .get(&address)
+            .map_or(now, |entry| entry.item.created_at);
+        let item = Item::new(address.0.clone(), address.1.clone(), value, created_at, now);
+        entries.insert(
+            address,
+            Entry {
+                item,
+                vectors,
+                ttl_minutes: ttl,
+                expires_at: ttl.map(|minutes| TtlConfig::deadline(now, minutes)),
+            },
+        );
+    }
+
+    fn search(
+        &self,
+        entries: &mut BTreeMap<(Namespace, String), Entry>,
+        op: &SearchOp,
+        query: Option<&[f32]>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<SearchItem>> {
+        let filter = Filter::new(&op.filter)?;
+        let omit = self.omit_expired();
+        let candidates: Vec<SearchItem> = entries
+            .values()
+            .filter(|e| has_prefix(&e.item.namespace, &op.namespace_prefix))
+            .filter(|e| !(omit && e.expired(now)))
+            .filter(|e| filter.matches(&e.item.value))
+            .map(|e| {
+                let score = query.and_then(|q| best_score(q, &e.vectors));
+                SearchItem::new(e.item.clone(), score)
+            })
+            .collect();
+        let page = rank_and_page(candidates, op.limit, op.offset);
+        if self.refreshes(op.refresh_ttl) {
+            for found in &page {
+                let address = (found.item.namespace.clone(), found.item.key.clone());
+                if let Some(entry) = entries.get_mut(&address) {
+                    refresh(entry, now);
+                }
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// Extends an unexpired entry's deadline by its TTL.
+fn refresh(entry: &mut Entry, now: DateTime<Utc>) {
+    if let Some(minutes) = entry.ttl_minutes
+        && !entry.expired(now)
+    {
+        entry.expires_at = Some(TtlConfig::deadline(now, minutes));
+    }
+}
+
+impl Store for InMemoryStore {
+    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        let (puts, queries) = self.prepare(&ops).await?;
+        let now = (self.clock)();
+        let omit = self.omit_expired();
+        let mut entries = self.lock();
+        let mut results = Vec::with_capacity(ops.len());
+        for ((op, put), query) in ops.iter().zip(puts).zip(queries) {
+            let result = match op {
+                Op::Get(get) => {
+                    let address = (get.namespace.clone(), get.key.clone());
+                    let refresh_it = self.refreshes(get.refresh_ttl);
+                    let found = entries
+                        .get_mut(&address)
+                        .filter(|e| !(omit && e.expired(now)));
+                    OpResult::Item(found.map(|entry| {
+                        if refresh_it {
+                            refresh(entry, now);
+                        }
+                        entry.item.clone()
+                    }))
+                }
+                Op::Put(_) => {
+                    if let Some(put) = put {
+                        self.apply_put(&mut entries, put, now);
+                    }
+                    OpResult::Done
+                }
+                Op::Search(search) => {
+                    OpResult::Items(self.search(&mut entries, search, query.as_deref(), now)?)
+                }
+                Op::ListNamespaces(list) => {
+                    let live: Vec<&Namespace> = entries
+                        .values()
+                        .filter(|e| !(omit && e.expired(now)))
+                        .map(|e| &e.item.namespace)
+                        .collect();
+                    OpResult::Namespaces(list_namespaces(live, list))
+                }
+            };
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            vector_search: self.index.is_some(),
+            ttl: self.ttl.is_some(),
+        }
+    }
+}
+
+/// A running TTL sweeper; dropping it stops the sweeper.
+#[derive(Debug)]
+pub struct Sweeper(tokio::task::JoinHandle<()>);
+
+impl Sweeper {
+    /// Stops the sweeper; returns whether it was running.
+    pub fn stop(self) -> bool {
+        let running = !self.0.is_finished();
+        self.0.abort();
+        running
+    }
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
