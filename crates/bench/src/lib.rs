@@ -6,6 +6,7 @@ mod checkpoint_postgres;
 mod checkpoint_sqlite;
 mod graphs;
 mod saver_workload;
+mod store;
 mod typed;
 
 use std::time::{Duration, Instant};
@@ -38,6 +39,7 @@ pub fn workloads() -> Vec<Workload> {
     all.extend(checkpoint::workloads());
     all.extend(checkpoint_sqlite::workloads());
     all.extend(checkpoint_postgres::workloads());
+    all.extend(store::workloads());
     all
 }
 

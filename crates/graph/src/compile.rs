@@ -20,6 +20,7 @@ use stategraph_pregel::{
     PregelBuilder, PregelError, PregelNode, Reads, StateValues, SubgraphCheckpoints, TaskContext,
     WriteContext, Writer, names,
 };
+use stategraph_store::{SharedStore, Store};
 
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
@@ -260,6 +261,7 @@ pub struct CompileOptions {
     name: Option<String>,
     cache: Option<Arc<dyn NodeCache>>,
     checkpointer: Option<SharedSaver>,
+    store: Option<SharedStore>,
     debug: bool,
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
@@ -280,6 +282,9 @@ impl CompileOptions {
         }
         if let Some(saver) = &self.checkpointer {
             builder = builder.checkpointer(saver.clone());
+        }
+        if let Some(store) = &self.store {
+            builder = builder.store(store.clone());
         }
         builder
     }
@@ -317,6 +322,22 @@ impl CompileOptions {
     #[must_use]
     pub fn shared_checkpointer(mut self, saver: SharedSaver) -> Self {
         self.checkpointer = Some(saver);
+        self
+    }
+
+    /// Gives every node the long-term memory `store` (LangGraph's
+    /// `compile(store=...)`): any [`Store`], read in a node with
+    /// [`TaskContext::store`](stategraph_pregel::TaskContext::store).
+    /// Subgraphs without a store of their own use it too.
+    #[must_use]
+    pub fn store(self, store: impl Store) -> Self {
+        self.shared_store(Arc::new(store))
+    }
+
+    /// [`CompileOptions::store`] with a store shared with other code.
+    #[must_use]
+    pub fn shared_store(mut self, store: SharedStore) -> Self {
+        self.store = Some(store);
         self
     }
 

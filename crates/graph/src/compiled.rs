@@ -125,6 +125,12 @@ impl CompiledStateGraph {
         &self.pregel
     }
 
+    /// The long-term memory store the graph was compiled with, if any
+    /// (LangGraph's `graph.store`).
+    pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
+        self.pregel.store()
+    }
+
     /// Runs the graph to the end and returns the output keys' final values.
     ///
     /// # Errors

@@ -105,6 +105,7 @@ pub(crate) struct PregelInner {
     pub(crate) none_updates: Vec<stategraph_core::Value>,
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
+    pub(crate) store: Option<stategraph_store::SharedStore>,
     pub(crate) name: String,
     // LangGraph's `debug`: every run prints its `updates` and `values` chunks.
     pub(crate) debug: bool,
@@ -153,6 +154,11 @@ impl Pregel {
     pub fn checkpointer(&self) -> Option<&SharedSaver> {
         self.inner.checkpointer.as_ref()
     }
+
+    /// The long-term memory store its nodes read and write, if any.
+    pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
+        self.inner.store.as_ref()
+    }
 }
 
 /// Builds a [`Pregel`] graph: declare channels first, then nodes that refer to
@@ -165,6 +171,7 @@ pub struct PregelBuilder {
     node_positions: NameMap<Arc<str>, usize>,
     cache: Option<Arc<dyn crate::NodeCache>>,
     checkpointer: Option<SharedSaver>,
+    store: Option<stategraph_store::SharedStore>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
@@ -327,6 +334,15 @@ impl PregelBuilder {
     #[must_use]
     pub fn checkpointer(mut self, saver: SharedSaver) -> Self {
         self.checkpointer = Some(saver);
+        self
+    }
+
+    /// Gives every task the long-term memory `store` (LangGraph's
+    /// `compile(store=...)`), read with [`TaskContext::store`](crate::TaskContext::store);
+    /// subgraphs without a store of their own use it too.
+    #[must_use]
+    pub fn store(mut self, store: stategraph_store::SharedStore) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -513,6 +529,7 @@ impl PregelBuilder {
                 none_updates,
                 cache: self.cache.take(),
                 checkpointer: self.checkpointer.take(),
+                store: self.store.take(),
                 name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
                 debug: self.debug,
                 interrupt_before: self.interrupt_before,

@@ -490,6 +490,8 @@ pub struct TaskContext {
     pub(crate) remaining_steps: i64,
     // Set in runs with a checkpointer: the task's id and interrupt answers.
     pub(crate) pad: Option<Arc<Scratchpad>>,
+    // Which attempt of the task this is, from 1 (retries count up).
+    pub(crate) attempt: u32,
 }
 
 /// The error [`TaskContext::interrupt`] returns to pause the run: return it
@@ -624,6 +626,8 @@ pub(crate) struct RunInfo {
     pub(crate) forward: Option<Sink>,
     pub(crate) seed: u64,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    /// The long-term memory store tasks see.
+    pub(crate) store: Option<stategraph_store::SharedStore>,
     /// Whether subgraph chunks reach the root stream.
     pub(crate) subgraphs: bool,
     /// Whether this run is a subgraph of another run.
@@ -734,6 +738,7 @@ impl RunInfo {
             forward,
             seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
             context: options.context.clone(),
+            store: options.store.clone(),
             subgraphs: options.subgraphs,
             child: options.nested,
             resume,
@@ -895,6 +900,8 @@ pub struct RunOptions {
     pub(crate) interrupt_after: Option<Vec<String>>,
     // Set for a subgraph run inside a task of a checkpointing run.
     pub(crate) parent: Option<ParentRun>,
+    // The store of the task a subgraph runs in.
+    pub(crate) store: Option<stategraph_store::SharedStore>,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -1027,7 +1034,7 @@ impl TaskContext {
         &self,
         name: &str,
         policies: &[RetryPolicy],
-        work: impl FnMut() -> Fut + Send + 'static,
+        mut work: impl FnMut() -> Fut + Send + 'static,
     ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
     where
         T: Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
@@ -1065,7 +1072,7 @@ impl TaskContext {
             {
                 return Ok((*saved.decode::<T>()?).clone());
             }
-            let result = crate::retry::with_retry(&name, &policies, work).await?;
+            let result = crate::retry::with_retry(&name, &policies, |_| work()).await?;
             let value = Value::new(result.clone());
             for sink in run.sinks() {
                 sink.push(
@@ -1122,6 +1129,12 @@ impl TaskContext {
         &self.run.config
     }
 
+    /// Which attempt at the task this is: 1, then 2, 3, ... as its retry
+    /// policy retries it (LangGraph's `execution_info.node_attempt`).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
     /// Steps left before the recursion limit (LangGraph's `RemainingSteps`):
     /// `limit - 1` in the first step after the input, 0 in the last one.
     pub fn remaining_steps(&self) -> i64 {
@@ -1153,6 +1166,13 @@ impl TaskContext {
     /// The run's typed context, if it was given one of type `C`.
     pub fn context<C: Any + Send + Sync>(&self) -> Option<&C> {
         self.run.context.as_deref()?.downcast_ref::<C>()
+    }
+
+    /// The graph's long-term memory store (LangGraph's `runtime.store`),
+    /// if it was compiled with one; a subgraph without its own sees its
+    /// parent's.
+    pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
+        self.run.store.as_ref()
     }
 
     /// The options for running a subgraph inside this task: the same
@@ -1195,6 +1215,7 @@ impl TaskContext {
             interrupt_after: None,
             durability: crate::Durability::default(),
             context: self.run.context.clone(),
+            store: self.run.store.clone(),
             subgraphs: self.run.subgraphs,
             forward: target.map(|sink| {
                 let mut namespace = sink.namespace.to_vec();

@@ -142,7 +142,7 @@ impl RetryPolicy {
 pub(crate) async fn with_retry<T, Fut>(
     name: &str,
     policies: &[RetryPolicy],
-    mut attempt: impl FnMut() -> Fut,
+    mut attempt: impl FnMut(u32) -> Fut,
 ) -> Result<T, NodeError>
 where
     Fut: std::future::Future<Output = Result<T, NodeError>>,
@@ -151,7 +151,10 @@ where
 
     let mut attempts = 0;
     loop {
-        let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
+        // Attempts count from 1 (LangGraph's `node_attempt`).
+        let outcome = std::panic::AssertUnwindSafe(attempt(attempts + 1))
+            .catch_unwind()
+            .await;
         let error = match outcome {
             Ok(Ok(output)) => return Ok(output),
             Ok(Err(error)) => error,

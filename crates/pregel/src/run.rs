@@ -240,6 +240,11 @@ impl RunStream {
             }),
             _ => None,
         };
+        // A graph's own store wins over the one a parent task passes down.
+        let mut options = options;
+        if let Some(store) = &graph.store {
+            options.store = Some(store.clone());
+        }
         let run_info = RunInfo::new(config, sink, forward, &options, scope);
         let before = options
             .interrupt_before
@@ -938,6 +943,7 @@ impl Loop {
             },
             remaining_steps: self.stop - self.step,
             pad: task.pad.clone(),
+            attempt: 1,
         }
     }
 
@@ -1691,7 +1697,11 @@ fn run_with_retry<'a>(
     ctx: TaskContext,
     policies: &'a [retry::RetryPolicy],
 ) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
-    retry::with_retry(name, policies, move || func(input.clone(), ctx.clone()))
+    retry::with_retry(name, policies, move |attempt| {
+        let mut ctx = ctx.clone();
+        ctx.attempt = attempt;
+        func(input.clone(), ctx)
+    })
 }
 
 /// A `tasks` chunk for a task about to run.

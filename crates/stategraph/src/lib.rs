@@ -13,6 +13,7 @@ pub use stategraph_llm as llm;
 #[cfg(feature = "openai")]
 pub use stategraph_openai as openai;
 pub use stategraph_pregel as pregel;
+pub use stategraph_store as store;
 
 /// Turns an `async fn` into a [`llm::Tool`]; see
 /// [`stategraph_macros::tool`]. Through the facade, write
@@ -66,4 +67,5 @@ pub mod prelude {
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
         SubgraphCheckpoints, TaskContext,
     };
+    pub use stategraph_store::{InMemoryStore, SearchOp, SharedStore, Store};
 }

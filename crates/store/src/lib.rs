@@ -8,6 +8,7 @@ mod memory;
 mod path;
 pub mod query;
 mod store;
+mod tool;
 mod types;
 
 pub use error::{Result, StoreError};
@@ -16,6 +17,7 @@ pub use index::{IndexConfig, best_score};
 pub use memory::{Clock, InMemoryStore, Sweeper, TtlConfig};
 pub use path::texts_at_path;
 pub use store::{DynStore, SharedStore, Store, StoreCapabilities};
+pub use tool::ToolContextStore;
 pub use types::{
     GetOp, IndexFields, Item, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
     SearchItem, SearchOp, Ttl, ns, validate_namespace, validate_user_namespace,

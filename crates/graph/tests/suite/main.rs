@@ -31,6 +31,7 @@ mod trace_18_stream_messages;
 mod trace_19_recursion_limit;
 mod trace_20_retry_policy;
 mod trace_22_defer;
+mod trace_25_context_runtime;
 mod trace_26_functional_api;
 mod trace_31_durability;
 mod trace_32_checkpointer_api;
