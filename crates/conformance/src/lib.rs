@@ -1,4 +1,4 @@
-//! The behaviour suite every stategraph checkpoint saver runs.
+//! The behaviour suites every stategraph checkpoint saver and store runs.
 #![doc = include_str!("../README.md")]
 // A test-support crate: cases report failures by panicking, as assertions do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,6 +15,7 @@ pub mod list;
 pub mod prune;
 pub mod put;
 pub mod put_writes;
+pub mod store;
 
 use stategraph_checkpoint::{CheckpointSaver, SaverCapabilities};
 

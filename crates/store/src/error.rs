@@ -14,8 +14,8 @@ pub enum StoreError {
     InvalidNamespace {
         /// The namespace given.
         namespace: Vec<String>,
-        /// Which rule it breaks.
-        reason: &'static str,
+        /// Which rule it breaks (LangGraph's wording).
+        reason: String,
     },
     /// A filter key is not a dotted path of `[A-Za-z0-9_-]` segments.
     #[error(

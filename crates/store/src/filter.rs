@@ -4,7 +4,8 @@
 //! is `"key": value` (the item's value at `key` equals `value`, lists and
 //! objects compared whole) or `"key": {"$op": operand, ...}` with `$eq`,
 //! `$ne`, `$gt`, `$gte`, `$lt`, `$lte`. Keys are dotted paths of
-//! `[A-Za-z0-9_-]` segments (`user.access-level`); anything else is
+//! `[A-Za-z0-9_-]` segments (`user.access-level`), a top-level key spelled
+//! like the whole path found first; anything else is
 //! [`StoreError::InvalidFilterKey`], so no key is ever read as code.
 //!
 //! Numbers compare as numbers, exactly: integers as integers (so
@@ -25,8 +26,8 @@ pub struct Filter {
     conditions: Vec<Condition>,
 }
 
-/// The path of a key and what must hold of the value there.
-type Condition = (Vec<String>, Vec<(Operator, Json)>);
+/// A key, its path, and what must hold of the value there.
+type Condition = (String, Vec<String>, Vec<(Operator, Json)>);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Operator {
@@ -56,7 +57,7 @@ impl Filter {
                     .collect::<Result<Vec<_>>>()?,
                 value => vec![(Operator::Eq, value.clone())],
             };
-            conditions.push((path, operators));
+            conditions.push((key.clone(), path, operators));
         }
         Ok(Self { conditions })
     }
@@ -68,8 +69,8 @@ impl Filter {
 
     /// Whether `value` meets every condition.
     pub fn matches(&self, value: &JsonMap) -> bool {
-        self.conditions.iter().all(|(path, operators)| {
-            let found = lookup(value, path);
+        self.conditions.iter().all(|(key, path, operators)| {
+            let found = lookup(value, key, path);
             operators
                 .iter()
                 .all(|(op, operand)| holds(*op, found, operand))
@@ -110,10 +111,15 @@ fn operator(key: &str, op: &str) -> Result<Operator> {
     })
 }
 
-/// The value at a dotted path, first as a whole key, then segment by
-/// segment (a key may itself contain `.`-free segments only, see
-/// [`parse_key`]).
-fn lookup<'a>(value: &'a JsonMap, path: &[String]) -> Option<&'a Json> {
+/// The value at a dotted path: a top-level key spelled like the whole path
+/// (`"user.role"`) is found first, else the path is followed segment by
+/// segment (`{"user": {"role": ...}}`).
+fn lookup<'a>(value: &'a JsonMap, key: &str, path: &[String]) -> Option<&'a Json> {
+    if path.len() > 1
+        && let Some(found) = value.get(key)
+    {
+        return Some(found);
+    }
     let (first, rest) = path.split_first()?;
     let mut current = value.get(first)?;
     for segment in rest {
@@ -242,6 +248,14 @@ mod tests {
             json!({"user": {"access-level": "x"}})
         ));
         assert!(matches(json!({"123abc": 1}), json!({"123abc": 1.0})));
+        assert!(matches(
+            json!({"user.role": "admin"}),
+            json!({"user.role": "admin", "user": {"role": "guest"}})
+        ));
+        assert!(matches(
+            json!({"user.role": "guest"}),
+            json!({"user": {"role": "guest"}})
+        ));
         assert!(matches(json!({"missing": {"$ne": 1}}), json!({})));
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::index::best_score;
-use crate::query::{has_prefix, list_namespaces, rank_and_page};
+use crate::query::{has_prefix, list_namespaces, result_order};
 use crate::{
     Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
     StoreCapabilities, StoreError, Ttl, validate_namespace,
@@ -330,17 +330,31 @@ impl InMemoryStore {
     ) -> Result<Vec<SearchItem>> {
         let filter = Filter::new(&op.filter)?;
         let omit = self.omit_expired();
-        let candidates: Vec<SearchItem> = entries
+        let mut ranked: Vec<(Option<f64>, &Entry)> = entries
             .values()
             .filter(|e| has_prefix(&e.item.namespace, &op.namespace_prefix))
             .filter(|e| !(omit && e.expired(now)))
             .filter(|e| filter.matches(&e.item.value))
-            .map(|e| {
-                let score = query.and_then(|q| best_score(q, &e.vectors));
-                SearchItem::new(e.item.clone(), score)
-            })
+            .map(|e| (query.and_then(|q| best_score(q, &e.vectors)), e))
             .collect();
-        let page = rank_and_page(candidates, op.limit, op.offset);
+        // Only the first `offset + limit` need sorting; copy only the page.
+        let order = |a: &(Option<f64>, &Entry), b: &(Option<f64>, &Entry)| {
+            result_order((a.0, &a.1.item), (b.0, &b.1.item))
+        };
+        let wanted = op.offset.saturating_add(op.limit).min(ranked.len());
+        if wanted == 0 {
+            return Ok(Vec::new());
+        }
+        if wanted < ranked.len() {
+            ranked.select_nth_unstable_by(wanted - 1, order);
+            ranked.truncate(wanted);
+        }
+        ranked.sort_by(order);
+        let page: Vec<SearchItem> = ranked
+            .into_iter()
+            .skip(op.offset)
+            .map(|(score, e)| SearchItem::new(e.item.clone(), score))
+            .collect();
         if self.refreshes(op.refresh_ttl) {
             for found in &page {
                 let address = (found.item.namespace.clone(), found.item.key.clone());
@@ -368,8 +382,9 @@ impl Store for InMemoryStore {
         let now = (self.clock)();
         let omit = self.omit_expired();
         let mut entries = self.lock();
+        // Reads see the store as it was before the batch.
         let mut results = Vec::with_capacity(ops.len());
-        for ((op, put), query) in ops.iter().zip(puts).zip(queries) {
+        for (op, query) in ops.iter().zip(queries) {
             let result = match op {
                 Op::Get(get) => {
                     let address = (get.namespace.clone(), get.key.clone());
@@ -384,12 +399,7 @@ impl Store for InMemoryStore {
                         entry.item.clone()
                     }))
                 }
-                Op::Put(_) => {
-                    if let Some(put) = put {
-                        self.apply_put(&mut entries, put, now);
-                    }
-                    OpResult::Done
-                }
+                Op::Put(_) => OpResult::Done,
                 Op::Search(search) => {
                     OpResult::Items(self.search(&mut entries, search, query.as_deref(), now)?)
                 }
@@ -403,6 +413,10 @@ impl Store for InMemoryStore {
                 }
             };
             results.push(result);
+        }
+        // Then the writes, in order: the last put of a key wins.
+        for put in puts.into_iter().flatten() {
+            self.apply_put(&mut entries, put, now);
         }
         Ok(results)
     }

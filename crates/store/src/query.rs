@@ -50,27 +50,28 @@ pub fn list_namespaces<'a>(
 }
 
 /// Orders search candidates and returns the requested page: by score
-/// (highest first, unscored last), then most recently updated, then
-/// namespace and key, so every backend returns the same page.
+/// (highest first, unscored last), then namespace and key — the order of
+/// LangGraph's in-memory store on its golden trace, and a total order, so
+/// every backend returns the same page.
 pub fn rank_and_page(
     mut candidates: Vec<SearchItem>,
     limit: usize,
     offset: usize,
 ) -> Vec<SearchItem> {
-    candidates.sort_by(compare_results);
+    candidates.sort_by(|a, b| result_order((a.score, &a.item), (b.score, &b.item)));
     candidates.into_iter().skip(offset).take(limit).collect()
 }
 
-fn compare_results(a: &SearchItem, b: &SearchItem) -> Ordering {
-    let by_score = match (a.score, b.score) {
+/// The order of search results (see [`rank_and_page`]), on a score and an
+/// item, so a backend can rank borrowed rows and copy only its page.
+pub fn result_order(a: (Option<f64>, &Item), b: (Option<f64>, &Item)) -> Ordering {
+    let by_score = match (a.0, b.0) {
         (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(Ordering::Equal),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
         (None, None) => Ordering::Equal,
     };
-    by_score
-        .then_with(|| b.item.updated_at.cmp(&a.item.updated_at))
-        .then_with(|| compare_address(&a.item, &b.item))
+    by_score.then_with(|| compare_address(a.1, b.1))
 }
 
 fn compare_address(a: &Item, b: &Item) -> Ordering {

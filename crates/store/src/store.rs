@@ -27,17 +27,18 @@ pub struct StoreCapabilities {
 /// and optional expiry.
 ///
 /// # Behavior
-/// - [`batch`](Self::batch) is the one required method: it runs the
-///   operations **in order** (a get after a put of the same key in one batch
-///   sees the put) and returns one result per operation, at its position.
-///   It is all-or-nothing for failures it can see before writing (an
-///   invalid namespace or filter, an embedder failure).
+/// - [`batch`](Self::batch) is the one required method. It returns one
+///   result per operation, at its position. As LangGraph's stores, every
+///   read of a batch (get, search, list) sees the store as it was before
+///   the batch; its puts apply after the reads, in order, so the last put
+///   of a key wins. It is all-or-nothing for failures it can see before
+///   writing (an invalid namespace or filter, an embedder failure).
 /// - Namespaces are non-empty, without empty labels or `.`; the
 ///   convenience [`put`](Self::put) also refuses the reserved root label
 ///   `langgraph`, which only system writes through `batch` may use.
 /// - A put keeps the item's `created_at` and sets `updated_at`.
-/// - Search without a query orders by most recent update, then namespace
-///   and key; with a query, by similarity first (unscored items last).
+/// - Search without a query orders by namespace, then key; with a query,
+///   by similarity first (unscored items last).
 ///   Filters mean the same on every backend ([`Filter`](crate::Filter)).
 pub trait Store: Send + Sync + fmt::Debug + 'static {
     /// Runs `ops` in order and returns their results.

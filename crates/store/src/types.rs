@@ -341,18 +341,22 @@ impl Default for ListNamespacesOp {
 /// # Errors
 /// [`StoreError::InvalidNamespace`] naming the rule broken.
 pub fn validate_namespace(namespace: &[String]) -> Result<()> {
-    let fail = |reason| StoreError::InvalidNamespace {
+    let fail = |reason: String| StoreError::InvalidNamespace {
         namespace: namespace.to_vec(),
         reason,
     };
     if namespace.is_empty() {
-        return Err(fail("a namespace needs at least one label"));
+        return Err(fail("Namespace cannot be empty.".into()));
     }
-    if namespace.iter().any(String::is_empty) {
-        return Err(fail("labels cannot be empty"));
+    if let Some(label) = namespace.iter().find(|label| label.is_empty()) {
+        return Err(fail(format!(
+            "Namespace labels cannot be empty strings (got {label:?})."
+        )));
     }
-    if namespace.iter().any(|label| label.contains('.')) {
-        return Err(fail("labels cannot contain `.`"));
+    if let Some(label) = namespace.iter().find(|label| label.contains('.')) {
+        return Err(fail(format!(
+            "Invalid namespace label {label:?}: Namespace labels cannot contain periods ('.')."
+        )));
     }
     Ok(())
 }
@@ -367,7 +371,7 @@ pub fn validate_user_namespace(namespace: &[String]) -> Result<()> {
     if namespace.first().map(String::as_str) == Some("langgraph") {
         return Err(StoreError::InvalidNamespace {
             namespace: namespace.to_vec(),
-            reason: "the root label `langgraph` is reserved",
+            reason: "Root label for namespace cannot be \"langgraph\".".into(),
         });
     }
     Ok(())
@@ -390,9 +394,9 @@ mod tests {
     fn namespaces_follow_langgraphs_rules() {
         assert!(validate_namespace(&ns(["a", "b"])).is_ok());
         for (bad, reason) in [
-            (ns::<[&str; 0], &str>([]), "at least one"),
-            (ns(["the", "thing.about"]), "`.`"),
-            (ns(["some", "fun", ""]), "empty"),
+            (ns::<[&str; 0], &str>([]), "cannot be empty"),
+            (ns(["the", "thing.about"]), "cannot contain periods"),
+            (ns(["some", "fun", ""]), "empty strings"),
         ] {
             let err = validate_namespace(&bad).unwrap_err();
             assert!(err.to_string().contains(reason), "{err}");

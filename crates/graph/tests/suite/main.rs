@@ -33,6 +33,7 @@ mod trace_20_retry_policy;
 mod trace_22_defer;
 mod trace_25_context_runtime;
 mod trace_26_functional_api;
+mod trace_30_store;
 mod trace_31_durability;
 mod trace_32_checkpointer_api;
 mod trace_33_graph_drawing;

@@ -1,0 +1,4 @@
+//! The integration tests of stategraph-store, compiled as one test binary.
+
+mod conformance;
+mod sweeper;
