@@ -8,9 +8,11 @@ mod migrations;
 pub mod raw;
 mod saver;
 mod sql;
+mod store;
 
 pub use error::DatabaseError;
 pub use saver::{APPLICATION_NAME, PostgresSaver};
+pub use store::PostgresStore;
 
 /// The sqlx crate this saver is built on, for building pools and connection
 /// options ([`sqlx::postgres::PgPoolOptions`], [`sqlx::postgres::PgConnectOptions`]).

@@ -72,6 +72,38 @@ pub(crate) const MIGRATIONS: &[(i32, &[&str])] = &[
            ON stategraph_checkpoints (thread_id, checkpoint_id, checkpoint_ns)",
         ],
     ),
+    (
+        5,
+        // The long-term memory store (`PostgresStore`). Namespaces (labels
+        // joined with `.`) and keys are UTF-8 bytes, so any string round
+        // trips (TEXT refuses NUL) and order is byte order; the value is
+        // JSON text, kept exactly as serialized (JSONB would rewrite
+        // numbers); times are nanoseconds since the Unix epoch; vectors are
+        // little-endian f32 bytes, deleted with their item by the foreign key.
+        &[
+            "CREATE TABLE IF NOT EXISTS stategraph_store_items (
+                namespace BYTEA NOT NULL,
+                key BYTEA NOT NULL,
+                value TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                ttl_minutes DOUBLE PRECISION,
+                expires_at BIGINT,
+                PRIMARY KEY (namespace, key)
+            )",
+            "CREATE INDEX IF NOT EXISTS stategraph_store_items_expires_at_idx \
+             ON stategraph_store_items (expires_at) WHERE expires_at IS NOT NULL",
+            "CREATE TABLE IF NOT EXISTS stategraph_store_vectors (
+                namespace BYTEA NOT NULL,
+                key BYTEA NOT NULL,
+                idx INTEGER NOT NULL,
+                embedding BYTEA NOT NULL,
+                PRIMARY KEY (namespace, key, idx),
+                FOREIGN KEY (namespace, key)
+                    REFERENCES stategraph_store_items (namespace, key) ON DELETE CASCADE
+            )",
+        ],
+    ),
 ];
 
 /// The newest schema version this code knows.

@@ -70,6 +70,25 @@ impl fmt::Debug for PostgresSaver {
     }
 }
 
+/// The default pool ([`PostgresSaver::pool_options`]) on `options`, which
+/// report [`APPLICATION_NAME`] unless they name an application.
+pub(crate) async fn connect_pool(options: PgConnectOptions) -> Result<PgPool, sqlx::Error> {
+    let options = if options.get_application_name().is_none() {
+        options.application_name(APPLICATION_NAME)
+    } else {
+        options
+    };
+    PostgresSaver::pool_options().connect_with(options).await
+}
+
+/// Waits before attempt `tries + 1` of `operation`: exponential backoff
+/// from 10 ms, at most 160 ms.
+pub(crate) async fn backoff(operation: &'static str, tries: u32, err: &sqlx::Error) {
+    let delay = Duration::from_millis(10 << tries.min(5).saturating_sub(1));
+    tracing::warn!(operation, tries, ?delay, error = %err, "stategraph-checkpoint-postgres: retrying");
+    tokio::time::sleep(delay).await;
+}
+
 /// Why one attempt of an operation failed.
 enum Failure {
     /// The database failed; retried when transient.
@@ -119,13 +138,7 @@ impl PostgresSaver {
     /// # Errors
     /// [`Error::Backend`] when no connection can be made.
     pub async fn connect_with(options: PgConnectOptions) -> Result<Self> {
-        let options = if options.get_application_name().is_none() {
-            options.application_name(APPLICATION_NAME)
-        } else {
-            options
-        };
-        let pool = Self::pool_options()
-            .connect_with(options)
+        let pool = connect_pool(options)
             .await
             .map_err(|err| backend("connect", None, err))?;
         Ok(Self::from_pool(pool))
@@ -284,9 +297,17 @@ impl PostgresSaver {
     }
 
     async fn backoff(&self, operation: &'static str, tries: u32, err: &sqlx::Error) {
-        let delay = Duration::from_millis(10 << tries.min(5).saturating_sub(1));
-        tracing::warn!(operation, tries, ?delay, error = %err, "stategraph-checkpoint-postgres: retrying");
-        tokio::time::sleep(delay).await;
+        backoff(operation, tries, err).await;
+    }
+
+    /// Whether statements are named and cached.
+    pub(crate) fn prepared_statements(&self) -> bool {
+        self.prepared
+    }
+
+    /// How many times an operation is tried.
+    pub(crate) fn max_attempts(&self) -> u32 {
+        self.max_attempts
     }
 
     /// Runs a statement that returns rows, in a transaction unless prepared

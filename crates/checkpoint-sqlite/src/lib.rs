@@ -6,9 +6,11 @@ mod ops;
 mod pool;
 mod saver;
 mod schema;
+mod store;
 
 pub use error::{CorruptRowError, MigrationChecksumError, SchemaTooNewError};
 pub use saver::SqliteSaver;
+pub use store::SqliteStore;
 
 #[cfg(feature = "_bench")]
 #[doc(hidden)]

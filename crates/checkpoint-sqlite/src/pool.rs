@@ -8,8 +8,11 @@
 //! in-memory database lives inside its one connection, so it has no pool:
 //! reads share the writer.
 //!
-//! Everything here blocks; the saver calls it from
-//! `tokio::task::spawn_blocking`.
+//! Everything here blocks; the saver and the store call it from
+//! `tokio::task::spawn_blocking`. Operations end with the error type of
+//! whoever runs them ([`DbError`]): the saver's
+//! [`stategraph_checkpoint::Error`] or the store's
+//! [`StoreError`](stategraph_store::StoreError).
 
 use std::path::PathBuf;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -18,7 +21,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use stategraph_checkpoint::Result;
 
-use crate::error::{is_busy, sqlite_in};
+use crate::error::{is_busy, sqlite, sqlite_in};
 use crate::schema;
 
 /// Reader connections open at once, at most; a read waits for a free one
@@ -32,7 +35,27 @@ const MAX_IDLE_READERS: usize = 4;
 /// How often an operation that failed with `SQLITE_BUSY` is attempted in all.
 const BUSY_ATTEMPTS: u32 = 8;
 
-/// The connections of one saver.
+/// The error an operation on the database ends with.
+pub(crate) trait DbError: Sized {
+    /// A reader connection could not be opened.
+    fn open_failed(err: rusqlite::Error) -> Self;
+
+    /// Whether SQLite said another connection holds a lock (`SQLITE_BUSY`
+    /// or `SQLITE_LOCKED`), so the operation may succeed when run again.
+    fn is_busy(&self) -> bool;
+}
+
+impl DbError for stategraph_checkpoint::Error {
+    fn open_failed(err: rusqlite::Error) -> Self {
+        sqlite("open", err)
+    }
+
+    fn is_busy(&self) -> bool {
+        is_busy(self)
+    }
+}
+
+/// The connections of one saver (or store, or both: they may share them).
 pub(crate) struct Database {
     writer: Mutex<Connection>,
     // `None` for an in-memory database: reads use the writer.
@@ -57,7 +80,7 @@ impl Database {
     /// Opens (creating if needed) a database file in WAL mode and migrates it.
     pub(crate) fn open(path: PathBuf) -> Result<Self> {
         let mut writer = Connection::open(&path).map_err(sqlite_in("open"))?;
-        schema::configure(&writer)?;
+        schema::configure(&writer).map_err(sqlite_in("open"))?;
         schema::enable_wal(&writer)?;
         schema::migrate(&mut writer)?;
         Ok(Self {
@@ -73,7 +96,7 @@ impl Database {
     /// Opens a private in-memory database and migrates it.
     pub(crate) fn in_memory() -> Result<Self> {
         let mut writer = Connection::open_in_memory().map_err(sqlite_in("open"))?;
-        schema::configure(&writer)?;
+        schema::configure(&writer).map_err(sqlite_in("open"))?;
         schema::migrate(&mut writer)?;
         Ok(Self {
             writer: Mutex::new(writer),
@@ -88,25 +111,31 @@ impl Database {
 
     /// Runs `op` on the writer connection, again when SQLite reports busy.
     /// `op` opens its own (`BEGIN IMMEDIATE`) transaction.
-    pub(crate) fn write<T>(&self, mut op: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T, E: DbError>(
+        &self,
+        mut op: impl FnMut(&mut Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut conn = lock(&self.writer);
         retry_busy(|| op(&mut conn))
     }
 
     /// Runs `op` on a reader connection, again when SQLite reports busy. `op`
     /// opens its own read transaction when it runs more than one statement.
-    pub(crate) fn read<T>(&self, mut op: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T, E: DbError>(
+        &self,
+        mut op: impl FnMut(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
         let Some(pool) = &self.readers else {
             let conn = lock(&self.writer);
             return retry_busy(|| op(&conn));
         };
-        let reader = pool.checkout()?;
+        let reader = pool.checkout().map_err(E::open_failed)?;
         retry_busy(|| op(reader.conn()))
     }
 }
 
 impl ReaderPool {
-    fn checkout(&self) -> Result<Reader<'_>> {
+    fn checkout(&self) -> rusqlite::Result<Reader<'_>> {
         let mut state = lock(&self.state);
         loop {
             if let Some(conn) = state.idle.pop() {
@@ -137,15 +166,14 @@ impl ReaderPool {
         }
     }
 
-    fn connect(&self) -> Result<Connection> {
+    fn connect(&self) -> rusqlite::Result<Connection> {
         // The writer created the file and set WAL mode, which persists.
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&self.path, flags).map_err(sqlite_in("open"))?;
+        let conn = Connection::open_with_flags(&self.path, flags)?;
         schema::configure(&conn)?;
-        conn.pragma_update(None, "query_only", true)
-            .map_err(sqlite_in("open"))?;
+        conn.pragma_update(None, "query_only", true)?;
         Ok(conn)
     }
 
@@ -198,11 +226,11 @@ impl Drop for Reader<'_> {
 /// The busy timeout already makes SQLite wait for locks; this covers the
 /// cases where SQLite reports busy without waiting (a WAL recovery in
 /// progress, a journal-mode switch).
-pub(crate) fn retry_busy<T>(mut op: impl FnMut() -> Result<T>) -> Result<T> {
+pub(crate) fn retry_busy<T, E: DbError>(mut op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
     let mut attempt = 1;
     loop {
         match op() {
-            Err(err) if attempt < BUSY_ATTEMPTS && is_busy(&err) => {
+            Err(err) if attempt < BUSY_ATTEMPTS && err.is_busy() => {
                 std::thread::sleep(Duration::from_millis(5 << attempt));
                 attempt += 1;
             }

@@ -43,7 +43,7 @@ impl RawWriter {
     /// A backend error when SQLite fails.
     pub fn open(path: &Path) -> Result<Self> {
         let mut conn = Connection::open(path).map_err(sqlite_in("open"))?;
-        schema::configure(&conn)?;
+        schema::configure(&conn).map_err(sqlite_in("open"))?;
         schema::enable_wal(&conn)?;
         schema::migrate(&mut conn)?;
         Ok(Self { conn })

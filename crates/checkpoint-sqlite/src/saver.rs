@@ -91,6 +91,11 @@ impl SqliteSaver {
         self.db.path().map(|path| path.as_path())
     }
 
+    /// The connections, shared with stores built from this saver.
+    pub(crate) fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         operation: &'static str,

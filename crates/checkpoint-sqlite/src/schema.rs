@@ -59,6 +59,30 @@ const MIGRATIONS: &[&str] = &[
         task_path TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
     );",
+    // 4: the long-term memory store (`SqliteStore`). Namespaces are their
+    // labels joined with `.` (labels cannot contain `.`); times are
+    // nanoseconds since the Unix epoch; vectors are little-endian f32
+    // blobs, deleted explicitly with their item (no foreign key, so nothing
+    // depends on the `foreign_keys` pragma).
+    "CREATE TABLE IF NOT EXISTS store_items (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        ttl_minutes REAL,
+        expires_at INTEGER,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE INDEX IF NOT EXISTS store_items_expires_at
+        ON store_items (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS store_vectors (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        embedding BLOB NOT NULL,
+        PRIMARY KEY (namespace, key, idx)
+    );",
 ];
 
 /// The schema version this build writes and reads.
@@ -66,8 +90,8 @@ pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Applies the settings every connection gets: the busy timeout (first, so
 /// that the other statements wait for locks too) and a statement cache.
-pub(crate) fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite_in("open"))?;
+pub(crate) fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
 }

@@ -7,6 +7,7 @@ mod index;
 mod memory;
 mod path;
 pub mod query;
+pub mod sql;
 mod store;
 mod tool;
 mod types;

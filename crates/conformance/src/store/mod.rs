@@ -1,5 +1,5 @@
 //! The store conformance kit: the behaviour every
-//! [`Store`](stategraph_store::Store) backend shares, from the store
+//! [`Store`] backend shares, from the store
 //! checklist (`ST-NS`, `ST-KV`, `ST-BA`, `ST-SR`, `ST-VS`, `ST-LN`, `ST-TTL`).
 //!
 //! A backend implements [`StoreHarness`] (a fresh store from
@@ -15,6 +15,7 @@ pub mod fixtures;
 pub mod kv;
 pub mod list;
 pub mod namespaces;
+pub mod scenarios;
 pub mod search;
 pub mod ttl;
 pub mod vector;

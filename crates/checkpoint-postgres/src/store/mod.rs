@@ -1,0 +1,327 @@
+//! [`PostgresStore`]: the long-term memory [`Store`] on PostgreSQL.
+
+use stategraph_store::sql as plan;
+mod sql;
+
+use std::fmt;
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use chrono::Utc;
+use sqlx::postgres::{PgConnectOptions, PgPool};
+use stategraph_store::{
+    Clock, IndexConfig, Op, OpResult, Result, Store, StoreCapabilities, StoreError, TtlConfig,
+};
+
+use crate::PostgresSaver;
+use crate::error::is_transient;
+use crate::saver::{backoff, connect_pool};
+
+/// The store's name in errors.
+const NAME: &str = "PostgresStore";
+
+/// A long-term memory [`Store`] in PostgreSQL through a sqlx pool: items,
+/// their vectors for semantic search, and expiry, with the answers of
+/// [`InMemoryStore`](stategraph_store::InMemoryStore) for every batch.
+///
+/// - **Schema.** Call [`setup`](Self::setup) once per database: it runs the
+///   migrations of [`PostgresSaver::setup`] (the same versioned, locked,
+///   idempotent list, which holds the store's tables too).
+/// - **Batches.** A batch runs in one transaction, all of it or nothing:
+///   its reads in order, each seeing the store as it was before the batch,
+///   then its puts in order (the last put of a key wins), as
+///   `InMemoryStore` does. A batch that neither writes nor refreshes a TTL reads
+///   one snapshot (`REPEATABLE READ READ ONLY`); one that writes runs in
+///   `READ COMMITTED`, so concurrent puts of one key queue instead of
+///   failing, and a TTL refresh applies only if the item's deadline is
+///   still the one read. Validation and embedding happen before the
+///   transaction.
+/// - **Design rule.** SQL selects candidates by namespace (whole labels, as
+///   a byte range over the labels joined with `.`, bound as parameters) and
+///   expiry; filters, similarity scores, ranking, paging and namespace
+///   listings are computed in Rust with `stategraph-store`'s shared code.
+/// - **Poolers and lost connections** as [`PostgresSaver`]: unnamed
+///   statements inside explicit transactions by default, and a batch that
+///   loses its connection (or a deadlock race) before `COMMIT` is
+///   retried whole, up to [`with_max_attempts`](Self::with_max_attempts).
+///   A batch that writes and loses the answer to its `COMMIT` is not
+///   retried (its reads might then see its own writes); the error says so.
+/// - Times are stored as nanoseconds since the Unix epoch, so the clock
+///   must read between the years 1677 and 2262
+///   ([`StoreError::Unsupported`] otherwise).
+///
+/// Clones share the pool.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    prepared: bool,
+    max_attempts: u32,
+    index: Option<IndexConfig>,
+    ttl: Option<TtlConfig>,
+    clock: Clock,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("pool_size", &self.pool.size())
+            .field("prepared_statements", &self.prepared)
+            .field("max_attempts", &self.max_attempts)
+            .field("index", &self.index)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why one attempt of a batch failed.
+pub(crate) enum Failure {
+    /// The database failed; retried when transient.
+    Db(sqlx::Error),
+    /// `COMMIT` failed: the transaction may or may not have committed.
+    Commit(sqlx::Error),
+    /// A store-level failure (corrupt data): final.
+    Store(StoreError),
+}
+
+impl From<sqlx::Error> for Failure {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Db(err)
+    }
+}
+
+pub(crate) type Attempt<T> = std::result::Result<T, Failure>;
+
+/// A sqlx failure as the store's error.
+fn db(err: sqlx::Error) -> StoreError {
+    StoreError::backend(NAME, err)
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user:password@host:port/database`)
+    /// with the saver's default pool ([`PostgresSaver::pool_options`]).
+    /// Call [`setup`](Self::setup) before the first batch.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] for a malformed URL or when no connection can
+    /// be made.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url).map_err(|err| StoreError::Backend {
+            store: NAME,
+            message: format!("invalid PostgreSQL URL: {err}"),
+            source: Some(Box::new(err)),
+        })?;
+        Self::connect_with(options).await
+    }
+
+    /// Connects with explicit connection options and the default pool.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when no connection can be made.
+    pub async fn connect_with(options: PgConnectOptions) -> Result<Self> {
+        Ok(Self::from_pool(connect_pool(options).await.map_err(db)?))
+    }
+
+    /// A store on an existing pool (keep sqlx's default
+    /// `test_before_acquire(true)` so dead connections are replaced).
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self {
+            pool,
+            prepared: false,
+            max_attempts: PostgresSaver::DEFAULT_MAX_ATTEMPTS,
+            index: None,
+            ttl: None,
+            clock: Arc::new(Utc::now),
+        }
+    }
+
+    /// A store on the pool of `saver`, with its statement and retry
+    /// settings.
+    pub fn from_saver(saver: &PostgresSaver) -> Self {
+        Self::from_pool(saver.pool().clone())
+            .with_prepared_statements(saver.prepared_statements())
+            .with_max_attempts(saver.max_attempts())
+    }
+
+    /// Adds a semantic index: puts embed the configured fields, searches
+    /// with a query rank by cosine similarity.
+    #[must_use]
+    pub fn with_index(mut self, index: IndexConfig) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Adds expiry.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Reads the time from `clock` instead of the system clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Whether to use named, cached prepared statements (default `false`,
+    /// which works through transaction-mode poolers); see
+    /// [`PostgresSaver::with_prepared_statements`].
+    #[must_use]
+    pub fn with_prepared_statements(mut self, prepared: bool) -> Self {
+        self.prepared = prepared;
+        self
+    }
+
+    /// How many times a batch is tried when it loses its connection before
+    /// `COMMIT` (default 5, at least 1), with exponential backoff from 10 ms.
+    #[must_use]
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The index, if any.
+    pub fn index(&self) -> Option<&IndexConfig> {
+        self.index.as_ref()
+    }
+
+    /// The pool the store uses.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Creates or upgrades the tables (checkpoints and store alike) in the
+    /// connection's current schema; safe to call concurrently from many
+    /// processes and on every start (see [`PostgresSaver::setup`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database fails or was migrated by
+    /// a newer version of this crate.
+    pub async fn setup(&self) -> Result<()> {
+        PostgresSaver::from_pool(self.pool.clone())
+            .with_max_attempts(self.max_attempts)
+            .setup()
+            .await
+            .map_err(|err| StoreError::backend(NAME, err))
+    }
+
+    /// Deletes every item expired at the clock's time with its vectors,
+    /// 1,000 per transaction (so a large sweep never holds many locks for
+    /// long; rows other transactions hold are skipped); returns how many.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database fails (the batches already
+    /// committed stay deleted); [`StoreError::Unsupported`] for a clock
+    /// outside the years 1677..2262.
+    pub async fn sweep_expired(&self) -> Result<usize> {
+        let now = (self.clock)();
+        let now = plan::nanos(now).ok_or_else(|| StoreError::Unsupported {
+            operation: format!("the time {now} (stored times span the years 1677 to 2262)"),
+            store: NAME,
+        })?;
+        let mut swept = 0;
+        loop {
+            // Deleting expired rows again is harmless, so a lost COMMIT
+            // answer is retried too (the count may then miss that batch).
+            let deleted = self
+                .retry("sweep_expired", true, || async {
+                    let mut tx = self.pool.begin().await?;
+                    let done = sqlx::query(sql::SWEEP)
+                        .persistent(self.prepared)
+                        .bind(now)
+                        .bind(sql::SWEEP_BATCH)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await.map_err(Failure::Commit)?;
+                    Ok(done.rows_affected())
+                })
+                .await?;
+            swept += usize::try_from(deleted).unwrap_or(usize::MAX);
+            if deleted < sql::SWEEP_BATCH.unsigned_abs() {
+                return Ok(swept);
+            }
+        }
+    }
+
+    /// Runs attempts while they fail transiently; a lost `COMMIT` answer is
+    /// retried only when `commit_idempotent`.
+    async fn retry<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        commit_idempotent: bool,
+        mut attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Attempt<T>>,
+    {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let err = match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(Failure::Store(err)) => return Err(err),
+                Err(Failure::Commit(err)) if !commit_idempotent => {
+                    return Err(StoreError::Backend {
+                        store: NAME,
+                        message: format!(
+                            "the answer to COMMIT was lost, so the batch may or may not have \
+                             been applied: {err}"
+                        ),
+                        source: Some(Box::new(err)),
+                    });
+                }
+                Err(Failure::Db(err) | Failure::Commit(err)) => err,
+            };
+            if tries < self.max_attempts && is_transient(&err) {
+                backoff(operation, tries, &err).await;
+                continue;
+            }
+            return Err(db(err));
+        }
+    }
+}
+
+impl Store for PostgresStore {
+    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        let settings = plan::Settings {
+            store: NAME,
+            index: self.index.as_ref(),
+            ttl: self.ttl.as_ref(),
+            clock: &self.clock,
+        };
+        let plan = plan::prepare(ops, &settings).await?;
+        if plan.steps.is_empty() {
+            return Ok(Vec::new());
+        }
+        // A read-only batch reads one snapshot (and a read-only transaction
+        // never fails to serialize); a writing batch runs in PostgreSQL's
+        // default READ COMMITTED, where concurrent puts of one key wait for
+        // each other instead of failing.
+        let begin = if plan.writes {
+            "BEGIN ISOLATION LEVEL READ COMMITTED"
+        } else {
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        };
+        self.retry("batch", !plan.writes, || async {
+            let mut tx = self.pool.begin_with(begin).await?;
+            let mut batch = sql::Batch {
+                conn: &mut tx,
+                prepared: self.prepared,
+            };
+            let results = batch.run(&plan).await?;
+            tx.commit().await.map_err(Failure::Commit)?;
+            Ok(results)
+        })
+        .await
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        let mut capabilities = StoreCapabilities::default();
+        capabilities.vector_search = self.index.is_some();
+        capabilities.ttl = self.ttl.is_some();
+        capabilities
+    }
+}

@@ -1,0 +1,346 @@
+//! The store's operations as blocking functions on one connection.
+//!
+//! SQL only selects candidate rows (by namespace range and expiry) and
+//! writes; filters, scores, ranking, paging and namespace listings are
+//! computed in Rust with the helpers of `stategraph-store`, so every store
+//! gives the same answers.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior, params};
+use stategraph_core::JsonMap;
+use stategraph_store::query::{has_prefix, list_namespaces, rank_and_page};
+use stategraph_store::{Item, Namespace, OpResult, Result, SearchItem, StoreError, best_score};
+
+use super::NAME;
+use stategraph_store::sql::{
+    Plan, PrefixRange, Step, Write, deadline, decode_vector, expired, from_nanos, join, split,
+};
+
+/// How many expired items [`sweep_some`] deletes per transaction.
+pub(crate) const SWEEP_BATCH: usize = 500;
+
+const ITEM_COLUMNS: &str = "namespace, key, value, created_at, updated_at, ttl_minutes, expires_at";
+
+const SELECT_ITEM: &str = "SELECT namespace, key, value, created_at, updated_at, ttl_minutes, \
+     expires_at FROM store_items WHERE namespace = ?1 AND key = ?2";
+
+const SET_EXPIRY: &str = "UPDATE store_items SET expires_at = ?3 WHERE namespace = ?1 AND key = ?2";
+
+/// Inserts an item or replaces its value, keeping `created_at`.
+const UPSERT_ITEM: &str = "INSERT INTO store_items \
+        (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at) \
+    VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6) \
+    ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, \
+        updated_at = excluded.updated_at, ttl_minutes = excluded.ttl_minutes, \
+        expires_at = excluded.expires_at";
+
+const DELETE_ITEM: &str = "DELETE FROM store_items WHERE namespace = ?1 AND key = ?2";
+
+const DELETE_VECTORS: &str = "DELETE FROM store_vectors WHERE namespace = ?1 AND key = ?2";
+
+const INSERT_VECTOR: &str =
+    "INSERT INTO store_vectors (namespace, key, idx, embedding) VALUES (?1, ?2, ?3, ?4)";
+
+const SELECT_VECTORS: &str =
+    "SELECT embedding FROM store_vectors WHERE namespace = ?1 AND key = ?2 ORDER BY idx";
+
+const SELECT_EXPIRED: &str = "SELECT namespace, key FROM store_items \
+    WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2";
+
+/// A `rusqlite` failure as the store's error.
+pub(crate) fn db(err: rusqlite::Error) -> StoreError {
+    StoreError::backend(NAME, err)
+}
+
+/// A stored row that does not read back.
+fn corrupt(
+    namespace: &str,
+    key: &str,
+    what: &str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::Backend {
+        store: NAME,
+        message: format!("the stored {what} of {namespace:?}/{key:?} is unreadable: {source}"),
+        source: Some(Box::new(source)),
+    }
+}
+
+/// A bad vector blob (not a whole number of f32s).
+#[derive(Debug, thiserror::Error)]
+#[error("a vector of {0} bytes is not a list of 4-byte floats")]
+struct BadVector(usize);
+
+/// One row of `store_items`.
+struct Row {
+    namespace: String,
+    key: String,
+    value: String,
+    created_at: i64,
+    updated_at: i64,
+    ttl_minutes: Option<f64>,
+    expires_at: Option<i64>,
+}
+
+impl Row {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            namespace: row.get(0)?,
+            key: row.get(1)?,
+            value: row.get(2)?,
+            created_at: row.get(3)?,
+            updated_at: row.get(4)?,
+            ttl_minutes: row.get(5)?,
+            expires_at: row.get(6)?,
+        })
+    }
+
+    fn value(&self) -> Result<JsonMap> {
+        serde_json::from_str(&self.value)
+            .map_err(|err| corrupt(&self.namespace, &self.key, "value", err))
+    }
+
+    fn item(&self, namespace: Namespace, value: JsonMap) -> Item {
+        Item::new(
+            namespace,
+            self.key.clone(),
+            value,
+            from_nanos(self.created_at),
+            from_nanos(self.updated_at),
+        )
+    }
+
+    /// The deadline a read at `now` extends this item's TTL to, if it
+    /// extends it (it has a TTL and has not expired).
+    fn refreshed(&self, plan: &Plan) -> Option<i64> {
+        let minutes = self.ttl_minutes?;
+        (!expired(self.expires_at, plan.now_nanos)).then(|| deadline(plan.now, minutes))
+    }
+}
+
+/// Runs a batch that may write in one `BEGIN IMMEDIATE` transaction.
+pub(crate) fn write_batch(conn: &mut Connection, plan: &Plan) -> Result<Vec<OpResult>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let results = run(&tx, plan)?;
+    tx.commit().map_err(db)?;
+    Ok(results)
+}
+
+/// Runs a read-only batch in one read transaction (one snapshot).
+pub(crate) fn read_batch(conn: &Connection, plan: &Plan) -> Result<Vec<OpResult>> {
+    let tx = conn.unchecked_transaction().map_err(db)?;
+    let results = run(&tx, plan)?;
+    tx.commit().map_err(db)?;
+    Ok(results)
+}
+
+/// Runs the reads of `plan` in order, each seeing the store as it was
+/// before the batch (and the TTLs the reads before it refreshed), then its
+/// puts in order, as `InMemoryStore` does.
+fn run(conn: &Connection, plan: &Plan) -> Result<Vec<OpResult>> {
+    let mut results = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        results.push(match step {
+            Step::Get {
+                namespace,
+                joined,
+                key,
+                refresh,
+            } => OpResult::Item(get(conn, plan, namespace, joined, key, *refresh)?),
+            Step::Put { .. } => OpResult::Done,
+            Step::Search {
+                prefix,
+                range,
+                filter,
+                query,
+                limit,
+                offset,
+                refresh,
+            } => {
+                let mut candidates = Vec::new();
+                let mut deadlines = BTreeMap::new();
+                for row in select(conn, ITEM_COLUMNS, range.as_ref(), plan, Row::read)? {
+                    let namespace = split(&row.namespace);
+                    if !has_prefix(&namespace, prefix) {
+                        continue;
+                    }
+                    let value = row.value()?;
+                    if !filter.matches(&value) {
+                        continue;
+                    }
+                    let score = match query {
+                        Some(query) => best_score(query, &vectors(conn, &row)?),
+                        None => None,
+                    };
+                    if *refresh && let Some(at) = row.refreshed(plan) {
+                        deadlines.insert((row.namespace.clone(), row.key.clone()), at);
+                    }
+                    candidates.push(SearchItem::new(row.item(namespace, value), score));
+                }
+                let page = rank_and_page(candidates, *limit, *offset);
+                for found in &page {
+                    let address = (join(&found.item.namespace), found.item.key.clone());
+                    if let Some(at) = deadlines.get(&address) {
+                        set_expiry(conn, &address.0, &address.1, *at)?;
+                    }
+                }
+                OpResult::Items(page)
+            }
+            Step::List { op, range } => {
+                let joined = select(conn, "DISTINCT namespace", range.as_ref(), plan, |row| {
+                    row.get::<_, String>(0)
+                })?;
+                let namespaces: Vec<Namespace> = joined.iter().map(|ns| split(ns)).collect();
+                OpResult::Namespaces(list_namespaces(&namespaces, op))
+            }
+        });
+    }
+    for step in &plan.steps {
+        if let Step::Put { joined, key, write } = step {
+            put(conn, plan, joined, key, write.as_ref())?;
+        }
+    }
+    Ok(results)
+}
+
+fn get(
+    conn: &Connection,
+    plan: &Plan,
+    namespace: &Namespace,
+    joined: &str,
+    key: &str,
+    refresh: bool,
+) -> Result<Option<Item>> {
+    let row = conn
+        .prepare_cached(SELECT_ITEM)
+        .and_then(|mut stmt| stmt.query_row(params![joined, key], Row::read).optional())
+        .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    if plan.omit_expired && expired(row.expires_at, plan.now_nanos) {
+        return Ok(None);
+    }
+    if refresh && let Some(at) = row.refreshed(plan) {
+        set_expiry(conn, joined, key, at)?;
+    }
+    let value = row.value()?;
+    Ok(Some(row.item(namespace.clone(), value)))
+}
+
+fn put(
+    conn: &Connection,
+    plan: &Plan,
+    joined: &str,
+    key: &str,
+    write: Option<&Write>,
+) -> Result<()> {
+    let execute = |sql: &str, params: &[&dyn ToSql]| {
+        conn.prepare_cached(sql)
+            .and_then(|mut stmt| stmt.execute(params))
+            .map_err(db)
+    };
+    execute(DELETE_VECTORS, params![joined, key])?;
+    let Some(write) = write else {
+        execute(DELETE_ITEM, params![joined, key])?;
+        return Ok(());
+    };
+    execute(
+        UPSERT_ITEM,
+        params![
+            joined,
+            key,
+            write.value,
+            plan.now_nanos,
+            write.ttl_minutes,
+            write.expires_at
+        ],
+    )?;
+    for (idx, vector) in write.vectors.iter().enumerate() {
+        let idx = i64::try_from(idx).unwrap_or(i64::MAX);
+        execute(INSERT_VECTOR, params![joined, key, idx, vector])?;
+    }
+    Ok(())
+}
+
+fn set_expiry(conn: &Connection, joined: &str, key: &str, at: i64) -> Result<()> {
+    conn.prepare_cached(SET_EXPIRY)
+        .and_then(|mut stmt| stmt.execute(params![joined, key, at]))
+        .map_err(db)?;
+    Ok(())
+}
+
+fn vectors(conn: &Connection, row: &Row) -> Result<Vec<Vec<f32>>> {
+    let blobs = conn
+        .prepare_cached(SELECT_VECTORS)
+        .and_then(|mut stmt| {
+            stmt.query_map(params![row.namespace, row.key], |r| r.get::<_, Vec<u8>>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(db)?;
+    blobs
+        .iter()
+        .map(|blob| {
+            decode_vector(blob)
+                .ok_or_else(|| corrupt(&row.namespace, &row.key, "vector", BadVector(blob.len())))
+        })
+        .collect()
+}
+
+/// Rows of `store_items` (`columns`, read by `read`) under `range` (all
+/// when `None`), without the expired ones when the plan omits them.
+fn select<T>(
+    conn: &Connection,
+    columns: &str,
+    range: Option<&PrefixRange>,
+    plan: &Plan,
+    read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let mut sql = format!("SELECT {columns} FROM store_items WHERE TRUE");
+    let mut params: Vec<&dyn ToSql> = Vec::new();
+    if let Some(range) = range {
+        sql.push_str(" AND (namespace = ?1 OR (namespace >= ?2 AND namespace < ?3))");
+        params.extend([&range.exact as &dyn ToSql, &range.low, &range.high]);
+    }
+    if plan.omit_expired {
+        let n = params.len() + 1;
+        sql.push_str(&format!(" AND (expires_at IS NULL OR expires_at > ?{n})"));
+        params.push(&plan.now_nanos);
+    }
+    conn.prepare_cached(&sql)
+        .and_then(|mut stmt| {
+            stmt.query_map(params.as_slice(), read)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(db)
+}
+
+/// Deletes up to [`SWEEP_BATCH`] items expired at `now` (nanoseconds) with
+/// their vectors, in one transaction; returns how many.
+pub(crate) fn sweep_some(conn: &mut Connection, now: i64) -> Result<usize> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let doomed: Vec<(String, String)> = tx
+        .prepare_cached(SELECT_EXPIRED)
+        .and_then(|mut stmt| {
+            stmt.query_map(
+                params![now, i64::try_from(SWEEP_BATCH).unwrap_or(i64::MAX)],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(db)?;
+    for (namespace, key) in &doomed {
+        for sql in [DELETE_VECTORS, DELETE_ITEM] {
+            tx.prepare_cached(sql)
+                .and_then(|mut stmt| stmt.execute(params![namespace, key]))
+                .map_err(db)?;
+        }
+    }
+    tx.commit().map_err(db)?;
+    Ok(doomed.len())
+}

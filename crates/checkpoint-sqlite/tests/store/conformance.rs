@@ -1,0 +1,63 @@
+//! The store conformance kit (`stategraph_conformance::store_conformance!`)
+//! against `SqliteStore` with both capabilities, once on a database file per
+//! store and once on in-memory databases.
+
+use stategraph_checkpoint_sqlite::SqliteStore;
+use stategraph_conformance::store::{StoreHarness, StoreOptions};
+
+/// A store from the kit's options.
+fn configure(store: SqliteStore, options: StoreOptions) -> SqliteStore {
+    let mut store = store.with_clock(options.clock);
+    if let Some(index) = options.index {
+        store = store.with_index(index);
+    }
+    if let Some(ttl) = options.ttl {
+        store = store.with_ttl(ttl);
+    }
+    store
+}
+
+/// Stores on database files in a temporary directory the harness owns.
+struct Files(crate::Files);
+
+impl StoreHarness for Files {
+    type Store = SqliteStore;
+
+    async fn store(&self, options: StoreOptions) -> SqliteStore {
+        let path = self.0.next_path();
+        configure(SqliteStore::open(path).await.unwrap(), options)
+    }
+
+    async fn sweep<'a>(&'a self, store: &'a SqliteStore) -> usize {
+        store.sweep_expired().await.unwrap()
+    }
+}
+
+/// Stores on private in-memory databases.
+struct Memory;
+
+impl StoreHarness for Memory {
+    type Store = SqliteStore;
+
+    async fn store(&self, options: StoreOptions) -> SqliteStore {
+        configure(SqliteStore::in_memory().await.unwrap(), options)
+    }
+
+    async fn sweep<'a>(&'a self, store: &'a SqliteStore) -> usize {
+        store.sweep_expired().await.unwrap()
+    }
+}
+
+mod file {
+    stategraph_conformance::store_conformance!(
+        super::Files(crate::Files::new()),
+        capabilities: [vector_search, ttl]
+    );
+}
+
+mod in_memory {
+    stategraph_conformance::store_conformance!(
+        super::Memory,
+        capabilities: [vector_search, ttl]
+    );
+}
