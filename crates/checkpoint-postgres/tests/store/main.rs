@@ -129,7 +129,8 @@ async fn same_answers_as_the_in_memory_store() {
     let Some(backend) = schemas("same_answers_as_the_in_memory_store") else {
         return;
     };
-    differential::compare_with_memory(&backend, 11, 400).await;
+    // About 10,000 ops (T13): 1,000 batches of 1-4 ops in each of 4 configurations.
+    differential::compare_with_memory(&backend, 11, 1000).await;
 }
 
 /// ST-BA-09: a batch failing inside PostgreSQL (a trigger refuses its last
