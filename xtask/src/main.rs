@@ -226,12 +226,16 @@ fn ci(root: &Path) -> Result<()> {
         "--no-tests=fail",
     ]);
     step(nextest)?;
-    // The persistence example checks its own output: the same graph on
-    // SQLite, then on this cluster.
     // The examples check their own output: the persistence one runs the
     // same graph on SQLite, then on this cluster; the guides' examples
-    // (docs/guides) pause, resume and branch threads on SQLite.
-    for name in ["persistence", "human_in_the_loop", "time_travel"] {
+    // (docs/guides) pause, resume and branch threads on SQLite; the memory
+    // store one recalls memories across threads on all three stores.
+    for name in [
+        "persistence",
+        "human_in_the_loop",
+        "time_travel",
+        "memory_store",
+    ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);
         step(example)?;

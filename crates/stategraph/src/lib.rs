@@ -54,9 +54,9 @@ pub mod prelude {
         CheckpointTuple, InMemorySaver, ListQuery, SharedSaver,
     };
     #[cfg(feature = "postgres")]
-    pub use stategraph_checkpoint_postgres::PostgresSaver;
+    pub use stategraph_checkpoint_postgres::{PostgresSaver, PostgresStore};
     #[cfg(feature = "sqlite")]
-    pub use stategraph_checkpoint_sqlite::SqliteSaver;
+    pub use stategraph_checkpoint_sqlite::{SqliteSaver, SqliteStore};
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
     pub use stategraph_graph::{
         CompileOptions, CompiledStateGraph, Durability, END, MessagesState, NodeSpec, PathMap,

@@ -218,21 +218,11 @@ impl InMemoryStore {
     /// of the TTL config (a minute if unset); it stops when the handle is
     /// dropped or stopped. Needs a tokio runtime.
     pub fn start_sweeper(&self) -> Sweeper {
-        let minutes = self
-            .ttl
-            .and_then(|ttl| ttl.sweep_interval_minutes)
-            .unwrap_or(1.0);
-        let interval = Duration::from_secs_f64((minutes * 60.0).max(0.001));
         let store = self.clone();
-        Sweeper(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(interval).await;
-                let swept = store.sweep_expired();
-                if swept > 0 {
-                    tracing::debug!(swept, "swept expired store items");
-                }
-            }
-        }))
+        Sweeper::spawn(self.ttl.as_ref(), move || {
+            let swept = store.sweep_expired();
+            async move { Ok(swept) }
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Namespace, String), Entry>> {
@@ -434,6 +424,31 @@ impl Store for InMemoryStore {
 pub struct Sweeper(tokio::task::JoinHandle<()>);
 
 impl Sweeper {
+    /// Runs `sweep` every `sweep_interval_minutes` of `ttl` (a minute when
+    /// unset) on a tokio task, logging what it swept and any failure (a
+    /// failed sweep is tried again next time). For store backends: each
+    /// offers a `start_sweeper` built on it.
+    pub fn spawn<F, Fut>(ttl: Option<&TtlConfig>, mut sweep: F) -> Self
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<usize>> + Send,
+    {
+        let minutes = ttl
+            .and_then(|ttl| ttl.sweep_interval_minutes)
+            .unwrap_or(1.0);
+        let interval = Duration::from_secs_f64((minutes * 60.0).clamp(0.001, 1.0e9));
+        Self(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                match sweep().await {
+                    Ok(0) => {}
+                    Ok(swept) => tracing::debug!(swept, "swept expired store items"),
+                    Err(error) => tracing::warn!(%error, "sweeping expired store items failed"),
+                }
+            }
+        }))
+    }
+
     /// Stops the sweeper; returns whether it was running.
     pub fn stop(self) -> bool {
         let running = !self.0.is_finished();

@@ -207,6 +207,17 @@ impl PostgresStore {
             .map_err(|err| StoreError::backend(NAME, err))
     }
 
+    /// Starts a task deleting expired items every
+    /// `sweep_interval_minutes` of the TTL config (a minute if unset); it
+    /// stops when the handle is dropped or stopped. Needs a tokio runtime.
+    pub fn start_sweeper(&self) -> stategraph_store::Sweeper {
+        let store = self.clone();
+        stategraph_store::Sweeper::spawn(self.ttl.as_ref(), move || {
+            let store = store.clone();
+            async move { store.sweep_expired().await }
+        })
+    }
+
     /// Deletes every item expired at the clock's time with its vectors,
     /// 1,000 per transaction (so a large sweep never holds many locks for
     /// long; rows other transactions hold are skipped); returns how many.

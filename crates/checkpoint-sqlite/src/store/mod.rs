@@ -172,6 +172,17 @@ impl SqliteStore {
         .await
     }
 
+    /// Starts a task deleting expired items every
+    /// `sweep_interval_minutes` of the TTL config (a minute if unset); it
+    /// stops when the handle is dropped or stopped. Needs a tokio runtime.
+    pub fn start_sweeper(&self) -> stategraph_store::Sweeper {
+        let store = self.clone();
+        stategraph_store::Sweeper::spawn(self.ttl.as_ref(), move || {
+            let store = store.clone();
+            async move { store.sweep_expired().await }
+        })
+    }
+
     /// Deletes every item expired at the clock's time with its vectors, in
     /// transactions of at most 500 items (so a large sweep never holds the
     /// write lock long); returns how many.

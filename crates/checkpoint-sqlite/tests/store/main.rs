@@ -372,3 +372,38 @@ async fn clocks_beyond_2262_are_refused() {
     assert_eq!(err.kind(), stategraph_core::ErrorKind::Unsupported, "{err}");
     assert!(store.sweep_expired().await.is_err());
 }
+
+/// ST-TTL-04 for the SQLite store's sweeper task: it deletes expired items
+/// on its interval, without a manual sweep, and stops when asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeper_task_deletes_expired_items() {
+    let clock = ManualClock::new();
+    let ttl = TtlConfig::default()
+        .with_default_ttl(1.0)
+        .with_sweep_interval(0.0005); // 30 ms
+    let store = SqliteStore::in_memory()
+        .await
+        .unwrap()
+        .with_ttl(ttl)
+        .with_clock(clock.clock());
+    store.put(&["s"], "k", json!({"v": 1})).await.unwrap();
+    let sweeper = store.start_sweeper();
+    clock.advance_minutes(2.0);
+    let mut gone = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let found = store
+            .batch(vec![Op::Get(stategraph_store::GetOp::new(ns(["s"]), "k"))])
+            .await
+            .unwrap();
+        if found == [stategraph_store::OpResult::Item(None)] {
+            gone = true;
+            break;
+        }
+    }
+    assert!(
+        gone,
+        "the sweeper did not delete the expired item within 2 s"
+    );
+    assert!(sweeper.stop());
+}
