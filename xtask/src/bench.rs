@@ -9,10 +9,13 @@ use serde_json::Value;
 
 /// Python-side harnesses: (script relative to the workspace root, workload
 /// prefix it covers). The official harness covers the graph workloads by name.
-const PYTHON_HARNESSES: &[(&str, &str)] = &[(
-    "crates/bench/python/checkpoint_put.py",
-    "checkpoint_memory_put",
-)];
+const PYTHON_HARNESSES: &[(&str, &str)] = &[
+    (
+        "crates/bench/python/checkpoint_put.py",
+        "checkpoint_memory_put",
+    ),
+    ("crates/bench/python/store.py", "store_memory_"),
+];
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let mut rust_args = Vec::new();
@@ -63,8 +66,9 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let names: Vec<&str> = rust
         .iter()
         .filter_map(|line| line["workload"].as_str())
-        // Saver workloads have no counterpart in the official harness.
-        .filter(|name| !name.starts_with("checkpoint_"))
+        // Saver and store workloads have no counterpart in the official
+        // harness (their own scripts cover them).
+        .filter(|name| !name.starts_with("checkpoint_") && !name.starts_with("store_"))
         .collect();
     if !names.is_empty() && harness.exists() {
         let output = Command::new(&python)

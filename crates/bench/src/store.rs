@@ -2,99 +2,210 @@
 //! semantic search over 10,000 items (384-dimension vectors).
 
 use serde_json::json;
+use stategraph_checkpoint_postgres::PostgresStore;
+use stategraph_checkpoint_sqlite::SqliteStore;
 use stategraph_llm::HashEmbeddings;
-use stategraph_store::{InMemoryStore, IndexConfig, Op, PutOp, SearchOp, Store, ns};
+use stategraph_store::{InMemoryStore, IndexConfig, Op, PutOp, SearchOp, SharedStore, Store, ns};
 use tokio::runtime::Runtime;
 
-use crate::{Outcome, Workload};
+use crate::{Outcome, Runner, Workload};
 
 const ITEMS: usize = 1_000;
 const SEMANTIC_ITEMS: usize = 10_000;
 const DIMS: usize = 384;
 
 pub(crate) fn workloads() -> Vec<Workload> {
-    vec![
+    let mut all = vec![
         Workload {
             name: "store_memory_put_1000",
-            setup: || {
-                let runtime = runtime();
-                Box::new(move || {
-                    let store = InMemoryStore::new();
-                    runtime.block_on(put_items(&store, ITEMS));
-                    Outcome {
-                        chunks: ITEMS,
-                        check: json!({"items": ITEMS}),
-                    }
-                })
-            },
+            setup: put_1000::<Memory>,
         },
         Workload {
             name: "store_memory_get_1000",
-            setup: || {
-                let runtime = runtime();
-                let store = InMemoryStore::new();
-                runtime.block_on(put_items(&store, ITEMS));
-                Box::new(move || {
-                    let found = runtime.block_on(async {
-                        let mut found = 0;
-                        for i in 0..ITEMS {
-                            let item = store.get(&["users", &user(i)], &key(i)).await;
-                            found += usize::from(matches!(item, Ok(Some(_))));
-                        }
-                        found
-                    });
-                    Outcome {
-                        chunks: ITEMS,
-                        check: json!({"found": found}),
-                    }
-                })
-            },
+            setup: get_1000::<Memory>,
         },
         Workload {
             name: "store_memory_search_filter_1000",
-            setup: || {
-                let runtime = runtime();
-                let store = InMemoryStore::new();
-                runtime.block_on(put_items(&store, ITEMS));
-                Box::new(move || {
-                    let filter = json!({"rating": {"$gte": 5}, "kind": "note"});
-                    let op = SearchOp::new(ns(["users"]))
-                        .with_filter(filter.as_object().cloned().unwrap_or_default())
-                        .with_page(10, 0);
-                    let found = runtime.block_on(store.search(op)).map_or(0, |r| r.len());
-                    Outcome {
-                        chunks: 1,
-                        check: json!({"results": found}),
-                    }
-                })
-            },
+            setup: search_filter_1000::<Memory>,
         },
         Workload {
             name: "store_memory_semantic_search_10k",
-            setup: || {
-                let runtime = runtime();
-                let store = InMemoryStore::new().with_index(
-                    IndexConfig::new(DIMS, HashEmbeddings::new(DIMS)).with_fields(["text"]),
-                );
-                runtime.block_on(put_items(&store, SEMANTIC_ITEMS));
-                Box::new(move || {
-                    let op = SearchOp::new(ns(["users"]))
-                        .with_query("notes about topic 42 and gardens")
-                        .with_page(10, 0);
-                    let found = runtime.block_on(store.search(op)).unwrap_or_default();
-                    let ranked = found.iter().filter(|f| f.score.is_some()).count();
-                    Outcome {
-                        chunks: 1,
-                        check: json!({"results": found.len(), "ranked": ranked}),
-                    }
-                })
-            },
+            setup: semantic_search_10k::<Memory>,
         },
-    ]
+        Workload {
+            name: "store_sqlite_put_1000",
+            setup: put_1000::<Sqlite>,
+        },
+        Workload {
+            name: "store_sqlite_get_1000",
+            setup: get_1000::<Sqlite>,
+        },
+        Workload {
+            name: "store_sqlite_search_filter_1000",
+            setup: search_filter_1000::<Sqlite>,
+        },
+        Workload {
+            name: "store_sqlite_semantic_search_10k",
+            setup: semantic_search_10k::<Sqlite>,
+        },
+    ];
+    if std::env::var_os(POSTGRES_URL).is_some() {
+        all.extend([
+            Workload {
+                name: "store_postgres_put_1000",
+                setup: put_1000::<Postgres>,
+            },
+            Workload {
+                name: "store_postgres_get_1000",
+                setup: get_1000::<Postgres>,
+            },
+            Workload {
+                name: "store_postgres_search_filter_1000",
+                setup: search_filter_1000::<Postgres>,
+            },
+            Workload {
+                name: "store_postgres_semantic_search_10k",
+                setup: semantic_search_10k::<Postgres>,
+            },
+        ]);
+    }
+    all
+}
+
+const POSTGRES_URL: &str = "STATEGRAPH_TEST_POSTGRES_URL";
+
+/// A store backend the workloads run on.
+trait Backend {
+    /// A fresh store (an empty namespace root of its own for a database
+    /// that outlives the run), with `index` if given.
+    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore;
+}
+
+struct Memory;
+struct Sqlite;
+struct Postgres;
+
+impl Backend for Memory {
+    fn open(_: &Runtime, index: Option<IndexConfig>) -> SharedStore {
+        match index {
+            Some(index) => InMemoryStore::new().with_index(index).into_shared(),
+            None => InMemoryStore::new().into_shared(),
+        }
+    }
+}
+
+impl Backend for Sqlite {
+    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore {
+        let path = std::env::temp_dir().join(format!(
+            "stategraph-bench-store-{}-{}.db",
+            std::process::id(),
+            stategraph_core::random_u64()
+        ));
+        let store = runtime
+            .block_on(SqliteStore::open(&path))
+            .unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()));
+        match index {
+            Some(index) => store.with_index(index).into_shared(),
+            None => store.into_shared(),
+        }
+    }
+}
+
+impl Backend for Postgres {
+    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore {
+        let url = std::env::var(POSTGRES_URL).unwrap_or_default();
+        let store = runtime.block_on(async {
+            let store = PostgresStore::connect(&url).await?;
+            store.setup().await?;
+            Ok::<_, stategraph_store::StoreError>(store)
+        });
+        let store = store.unwrap_or_else(|err| panic!("cannot open the PostgreSQL store: {err}"));
+        match index {
+            Some(index) => store.with_index(index).into_shared(),
+            None => store.into_shared(),
+        }
+    }
+}
+
+/// Every workload's items live under a root of their own, so a database
+/// shared between runs does not mix them.
+fn root() -> String {
+    format!("bench-{}", stategraph_core::random_u64())
+}
+
+fn put_1000<B: Backend>() -> Runner {
+    let runtime = runtime();
+    let store = B::open(&runtime, None);
+    Box::new(move || {
+        runtime.block_on(put_items(&store, &root(), ITEMS));
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"items": ITEMS}),
+        }
+    })
+}
+
+fn get_1000<B: Backend>() -> Runner {
+    let runtime = runtime();
+    let store = B::open(&runtime, None);
+    let root = root();
+    runtime.block_on(put_items(&store, &root, ITEMS));
+    Box::new(move || {
+        let found = runtime.block_on(async {
+            let mut found = 0;
+            for i in 0..ITEMS {
+                let item = store.get(&[&root, &user(i)], &key(i)).await;
+                found += usize::from(matches!(item, Ok(Some(_))));
+            }
+            found
+        });
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"found": found}),
+        }
+    })
+}
+
+fn search_filter_1000<B: Backend>() -> Runner {
+    let runtime = runtime();
+    let store = B::open(&runtime, None);
+    let root = root();
+    runtime.block_on(put_items(&store, &root, ITEMS));
+    Box::new(move || {
+        let filter = json!({"rating": {"$gte": 5}, "kind": "note"});
+        let op = SearchOp::new(ns([root.as_str()]))
+            .with_filter(filter.as_object().cloned().unwrap_or_default())
+            .with_page(10, 0);
+        let found = runtime.block_on(store.search(op)).map_or(0, |r| r.len());
+        Outcome {
+            chunks: 1,
+            check: json!({"results": found}),
+        }
+    })
+}
+
+fn semantic_search_10k<B: Backend>() -> Runner {
+    let runtime = runtime();
+    let index = IndexConfig::new(DIMS, HashEmbeddings::new(DIMS)).with_fields(["text"]);
+    let store = B::open(&runtime, Some(index));
+    let root = root();
+    runtime.block_on(put_items(&store, &root, SEMANTIC_ITEMS));
+    Box::new(move || {
+        let op = SearchOp::new(ns([root.as_str()]))
+            .with_query("notes about topic 42 and gardens")
+            .with_page(10, 0);
+        let found = runtime.block_on(store.search(op)).unwrap_or_default();
+        let ranked = found.iter().filter(|f| f.score.is_some()).count();
+        Outcome {
+            chunks: 1,
+            check: json!({"results": found.len(), "ranked": ranked}),
+        }
+    })
 }
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
 }
@@ -107,8 +218,9 @@ fn key(i: usize) -> String {
     format!("memory-{i}")
 }
 
-/// Puts `n` items across 50 users' namespaces in batches of 100.
-async fn put_items(store: &InMemoryStore, n: usize) {
+/// Puts `n` items across 50 users' namespaces under `root` in batches of
+/// 100.
+async fn put_items(store: &SharedStore, root: &str, n: usize) {
     let ops: Vec<Op> = (0..n)
         .map(|i| {
             let value = json!({
@@ -117,7 +229,7 @@ async fn put_items(store: &InMemoryStore, n: usize) {
                 "kind": if i % 3 == 0 { "task" } else { "note" },
             });
             Op::Put(PutOp::put(
-                ns(["users", &user(i)]),
+                ns([root, &user(i)]),
                 key(i),
                 value.as_object().cloned().unwrap_or_default(),
             ))

@@ -1,6 +1,6 @@
 //! [`InMemoryStore`]: a store in a map, with semantic search and TTL.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, btree_map};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -239,12 +239,17 @@ impl InMemoryStore {
 
     /// Checks every op, embeds what the puts and queries need, all before
     /// anything changes.
-    async fn prepare(&self, ops: &[Op]) -> Result<(Vec<Option<Prepared>>, Vec<Option<Vec<f32>>>)> {
+    /// Takes the puts out of `ops` (their slots keep an empty delete,
+    /// which the read pass skips).
+    async fn prepare(
+        &self,
+        ops: &mut [Op],
+    ) -> Result<(Vec<Option<Prepared>>, Vec<Option<Vec<f32>>>)> {
         let mut puts = Vec::with_capacity(ops.len());
         let mut queries = Vec::with_capacity(ops.len());
         let mut texts: Vec<String> = Vec::new();
         let mut spans = Vec::new();
-        for op in ops {
+        for op in ops.iter_mut() {
             let (mut put, mut query) = (None, None);
             match op {
                 Op::Get(get) => validate_namespace(&get.namespace)?,
@@ -257,7 +262,7 @@ impl InMemoryStore {
                     }
                     spans.push(start..texts.len());
                     put = Some(Prepared {
-                        op: op.clone(),
+                        op: std::mem::replace(op, PutOp::delete(Vec::new(), String::new())),
                         vectors: Vec::new(),
                         ttl,
                     });
@@ -296,19 +301,26 @@ impl InMemoryStore {
             entries.remove(&address);
             return;
         };
-        let created_at = entries
-            .get(&address)
-            .map_or(now, |entry| entry.item.created_at);
-        let item = Item::new(address.0.clone(), address.1.clone(), value, created_at, now);
-        entries.insert(
-            address,
-            Entry {
-                item,
-                vectors,
-                ttl_minutes: ttl,
-                expires_at: ttl.map(|minutes| TtlConfig::deadline(now, minutes)),
-            },
-        );
+        let expires_at = ttl.map(|minutes| TtlConfig::deadline(now, minutes));
+        match entries.entry(address) {
+            btree_map::Entry::Occupied(mut slot) => {
+                let entry = slot.get_mut();
+                entry.item.value = value;
+                entry.item.updated_at = now;
+                entry.vectors = vectors;
+                entry.ttl_minutes = ttl;
+                entry.expires_at = expires_at;
+            }
+            btree_map::Entry::Vacant(slot) => {
+                let (namespace, key) = slot.key().clone();
+                slot.insert(Entry {
+                    item: Item::new(namespace, key, value, now, now),
+                    vectors,
+                    ttl_minutes: ttl,
+                    expires_at,
+                });
+            }
+        }
     }
 
     fn search(
@@ -367,8 +379,8 @@ fn refresh(entry: &mut Entry, now: DateTime<Utc>) {
 }
 
 impl Store for InMemoryStore {
-    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
-        let (puts, queries) = self.prepare(&ops).await?;
+    async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        let (puts, queries) = self.prepare(&mut ops).await?;
         let now = (self.clock)();
         let omit = self.omit_expired();
         let mut entries = self.lock();
