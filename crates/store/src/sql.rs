@@ -5,8 +5,10 @@
 //! namespaces, times and vectors. `SqliteStore` and `PostgresStore` build
 //! on it; so can another SQL backend.
 
+use stategraph_core::JsonMap;
+
 use crate::{
-    Clock, Filter, IndexConfig, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
+    Clock, Filter, IndexConfig, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
     StoreError, TtlConfig, validate_namespace,
 };
 use chrono::{DateTime, Utc};
@@ -167,6 +169,93 @@ pub fn decode_vector(bytes: &[u8]) -> Option<Vec<f32>> {
             .collect(),
     )
 }
+
+/// One stored item row as a SQL backend reads it (namespace joined with
+/// `.`, the value as JSON text, times in nanoseconds since the epoch).
+#[derive(Clone, Debug)]
+pub struct StoredRow {
+    /// The namespace, joined ([`join`]).
+    pub namespace: String,
+    /// The key.
+    pub key: String,
+    /// The value as JSON text.
+    pub value: String,
+    /// When it was first put.
+    pub created_at: i64,
+    /// When it was last put.
+    pub updated_at: i64,
+    /// Its TTL in minutes, if it expires.
+    pub ttl_minutes: Option<f64>,
+    /// When it expires.
+    pub expires_at: Option<i64>,
+}
+
+impl StoredRow {
+    /// The stored value, parsed.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] of `store` when the text is not a JSON
+    /// object.
+    pub fn value(&self, store: &'static str) -> Result<JsonMap> {
+        serde_json::from_str(&self.value)
+            .map_err(|err| corrupt(store, &self.namespace, &self.key, "value", err))
+    }
+
+    /// The item this row holds, with its namespace and parsed value.
+    pub fn item(&self, namespace: Namespace, value: JsonMap) -> Item {
+        Item::new(
+            namespace,
+            self.key.clone(),
+            value,
+            from_nanos(self.created_at),
+            from_nanos(self.updated_at),
+        )
+    }
+
+    /// The deadline a read of `plan` extends this item's TTL to, if it
+    /// extends it (it has a TTL and has not expired).
+    pub fn refreshed(&self, plan: &Plan) -> Option<i64> {
+        let minutes = self.ttl_minutes?;
+        (!expired(self.expires_at, plan.now_nanos)).then(|| deadline(plan.now, minutes))
+    }
+
+    /// One of this row's stored vectors, decoded.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] of `store` when the bytes are not a whole
+    /// number of `f32`s.
+    pub fn vector(&self, store: &'static str, bytes: &[u8]) -> Result<Vec<f32>> {
+        decode_vector(bytes).ok_or_else(|| {
+            corrupt(
+                store,
+                &self.namespace,
+                &self.key,
+                "vector",
+                BadVector(bytes.len()),
+            )
+        })
+    }
+}
+
+/// The error of a stored row of `store` that does not read back.
+pub fn corrupt(
+    store: &'static str,
+    namespace: &str,
+    key: &str,
+    what: &str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> StoreError {
+    StoreError::Backend {
+        store,
+        message: format!("the stored {what} of {namespace:?}/{key:?} is unreadable: {source}"),
+        source: Some(Box::new(source)),
+    }
+}
+
+/// A stored vector that is not a whole number of `f32`s.
+#[derive(Debug, thiserror::Error)]
+#[error("a vector of {0} bytes is not a list of 4-byte floats")]
+pub struct BadVector(pub usize);
 
 /// The store's settings a plan depends on.
 pub struct Settings<'a> {

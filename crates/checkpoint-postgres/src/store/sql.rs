@@ -11,13 +11,12 @@ use std::collections::HashMap;
 
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{Arguments, AssertSqlSafe, PgConnection, Postgres, Row as _};
-use stategraph_core::JsonMap;
 use stategraph_store::query::{has_prefix, list_namespaces, rank_and_page};
-use stategraph_store::{Item, Namespace, OpResult, SearchItem, StoreError, best_score};
+use stategraph_store::{Item, Namespace, OpResult, SearchItem, best_score};
 
 use super::{Attempt, Failure, NAME};
 use stategraph_store::sql::{
-    Plan, PrefixRange, Step, Write, deadline, decode_vector, expired, from_nanos, join, split,
+    Plan, PrefixRange, Step, StoredRow as Row, Write, expired, join, split,
 };
 
 /// How many expired items one sweep statement deletes at most.
@@ -81,7 +80,7 @@ pub(crate) const SWEEP: &str = "WITH doomed AS ( \
     DELETE FROM stategraph_store_items i USING doomed d \
     WHERE i.namespace = d.namespace AND i.key = d.key";
 
-/// A stored row that does not read back.
+/// A stored row that does not read back (byte labels shown as text).
 fn corrupt(
     namespace: &[u8],
     key: &[u8],
@@ -92,72 +91,37 @@ fn corrupt(
         String::from_utf8_lossy(namespace),
         String::from_utf8_lossy(key),
     );
-    Failure::Store(StoreError::Backend {
-        store: NAME,
-        message: format!("the stored {what} of {namespace:?}/{key:?} is unreadable: {source}"),
-        source: Some(Box::new(source)),
+    Failure::Store(stategraph_store::sql::corrupt(
+        NAME, &namespace, &key, what, source,
+    ))
+}
+
+/// Reads one `stategraph_store_items` row.
+fn read_row(row: &PgRow) -> Attempt<Row> {
+    let namespace: Vec<u8> = row.try_get(0)?;
+    let key: Vec<u8> = row.try_get(1)?;
+    let text = |bytes: Vec<u8>, what| {
+        String::from_utf8(bytes).map_err(|err| {
+            let bytes = err.as_bytes().to_vec();
+            corrupt(&bytes, &[], what, err.utf8_error())
+        })
+    };
+    Ok(Row {
+        namespace: text(namespace, "namespace")?,
+        key: text(key, "key")?,
+        value: row.try_get(2)?,
+        created_at: row.try_get(3)?,
+        updated_at: row.try_get(4)?,
+        ttl_minutes: row.try_get(5)?,
+        expires_at: row.try_get(6)?,
     })
 }
 
-/// A bad vector (not a whole number of f32s).
-#[derive(Debug, thiserror::Error)]
-#[error("a vector of {0} bytes is not a list of 4-byte floats")]
-struct BadVector(usize);
-
-/// One row of `stategraph_store_items`, decoded.
-struct Row {
-    namespace: String,
-    key: String,
-    value: String,
-    created_at: i64,
-    updated_at: i64,
-    ttl_minutes: Option<f64>,
-    expires_at: Option<i64>,
-}
-
-impl Row {
-    fn read(row: &PgRow) -> Attempt<Self> {
-        let namespace: Vec<u8> = row.try_get(0)?;
-        let key: Vec<u8> = row.try_get(1)?;
-        let text = |bytes: Vec<u8>, what| {
-            String::from_utf8(bytes).map_err(|err| {
-                let bytes = err.as_bytes().to_vec();
-                corrupt(&bytes, &[], what, err.utf8_error())
-            })
-        };
-        Ok(Self {
-            namespace: text(namespace, "namespace")?,
-            key: text(key, "key")?,
-            value: row.try_get(2)?,
-            created_at: row.try_get(3)?,
-            updated_at: row.try_get(4)?,
-            ttl_minutes: row.try_get(5)?,
-            expires_at: row.try_get(6)?,
-        })
-    }
-
-    fn value(&self) -> Attempt<JsonMap> {
-        serde_json::from_str(&self.value)
-            .map_err(|err| corrupt(self.namespace.as_bytes(), self.key.as_bytes(), "value", err))
-    }
-
-    fn item(&self, namespace: Namespace, value: JsonMap) -> Item {
-        Item::new(
-            namespace,
-            self.key.clone(),
-            value,
-            from_nanos(self.created_at),
-            from_nanos(self.updated_at),
-        )
-    }
-
-    /// The deadline a read at `now` extends this item's TTL to, and the
-    /// one it replaces, if it extends it (it has a TTL and has not expired).
-    fn refreshed(&self, plan: &Plan) -> Option<(i64, i64)> {
-        let minutes = self.ttl_minutes?;
-        let was = self.expires_at?;
-        (!expired(Some(was), plan.now_nanos)).then(|| (deadline(plan.now, minutes), was))
-    }
+/// The deadline a read of `plan` extends a row's TTL to, and the one it
+/// replaces (a refresh applies only if the deadline is still that one).
+fn refresh_window(row: &Row, plan: &Plan) -> Option<(i64, i64)> {
+    let was = row.expires_at?;
+    row.refreshed(plan).map(|deadline| (deadline, was))
 }
 
 /// Statements of one batch on one transaction's connection.
@@ -197,12 +161,12 @@ impl Batch<'_> {
                 } => {
                     let mut passed = Vec::new();
                     for row in self.select(ITEMS, range.as_ref(), plan).await? {
-                        let row = Row::read(&row)?;
+                        let row = read_row(&row)?;
                         let namespace = split(&row.namespace);
                         if !has_prefix(&namespace, prefix) {
                             continue;
                         }
-                        let value = row.value()?;
+                        let value = row.value(NAME).map_err(Failure::Store)?;
                         if filter.matches(&value) {
                             passed.push((row, namespace, value));
                         }
@@ -218,7 +182,7 @@ impl Batch<'_> {
                         let score = query.as_ref().and_then(|query| {
                             best_score(query, vectors.get(&address).map_or(&[], Vec::as_slice))
                         });
-                        if *refresh && let Some(deadline) = row.refreshed(plan) {
+                        if *refresh && let Some(deadline) = refresh_window(&row, plan) {
                             deadlines.insert(address, deadline);
                         }
                         candidates.push(SearchItem::new(row.item(namespace, value), score));
@@ -266,11 +230,11 @@ impl Batch<'_> {
         let Some(row) = row else {
             return Ok(None);
         };
-        let row = Row::read(&row)?;
+        let row = read_row(&row)?;
         if plan.omit_expired && expired(row.expires_at, plan.now_nanos) {
             return Ok(None);
         }
-        if refresh && let Some((at, was)) = row.refreshed(plan) {
+        if refresh && let Some((at, was)) = refresh_window(&row, plan) {
             self.query(SET_EXPIRY)
                 .bind(joined.as_bytes())
                 .bind(key.as_bytes())
@@ -279,7 +243,7 @@ impl Batch<'_> {
                 .execute(&mut *self.conn)
                 .await?;
         }
-        let value = row.value()?;
+        let value = row.value(NAME).map_err(Failure::Store)?;
         Ok(Some(row.item(namespace.clone(), value)))
     }
 
@@ -366,8 +330,14 @@ impl Batch<'_> {
             let namespace: Vec<u8> = row.try_get(0)?;
             let key: Vec<u8> = row.try_get(1)?;
             let bytes: Vec<u8> = row.try_get(2)?;
-            let vector = decode_vector(&bytes)
-                .ok_or_else(|| corrupt(&namespace, &key, "vector", BadVector(bytes.len())))?;
+            let vector = stategraph_store::sql::decode_vector(&bytes).ok_or_else(|| {
+                corrupt(
+                    &namespace,
+                    &key,
+                    "vector",
+                    stategraph_store::sql::BadVector(bytes.len()),
+                )
+            })?;
             // Both were UTF-8 when the item was read.
             let address = (
                 String::from_utf8_lossy(&namespace).into_owned(),

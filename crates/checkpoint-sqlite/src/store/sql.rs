@@ -8,13 +8,12 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior, params};
-use stategraph_core::JsonMap;
 use stategraph_store::query::{has_prefix, list_namespaces, rank_and_page};
 use stategraph_store::{Item, Namespace, OpResult, Result, SearchItem, StoreError, best_score};
 
 use super::NAME;
 use stategraph_store::sql::{
-    Plan, PrefixRange, Step, Write, deadline, decode_vector, expired, from_nanos, join, split,
+    Plan, PrefixRange, Step, StoredRow as Row, Write, expired, join, split,
 };
 
 /// How many expired items [`sweep_some`] deletes per transaction.
@@ -53,70 +52,17 @@ pub(crate) fn db(err: rusqlite::Error) -> StoreError {
     StoreError::backend(NAME, err)
 }
 
-/// A stored row that does not read back.
-fn corrupt(
-    namespace: &str,
-    key: &str,
-    what: &str,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> StoreError {
-    StoreError::Backend {
-        store: NAME,
-        message: format!("the stored {what} of {namespace:?}/{key:?} is unreadable: {source}"),
-        source: Some(Box::new(source)),
-    }
-}
-
-/// A bad vector blob (not a whole number of f32s).
-#[derive(Debug, thiserror::Error)]
-#[error("a vector of {0} bytes is not a list of 4-byte floats")]
-struct BadVector(usize);
-
-/// One row of `store_items`.
-struct Row {
-    namespace: String,
-    key: String,
-    value: String,
-    created_at: i64,
-    updated_at: i64,
-    ttl_minutes: Option<f64>,
-    expires_at: Option<i64>,
-}
-
-impl Row {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            namespace: row.get(0)?,
-            key: row.get(1)?,
-            value: row.get(2)?,
-            created_at: row.get(3)?,
-            updated_at: row.get(4)?,
-            ttl_minutes: row.get(5)?,
-            expires_at: row.get(6)?,
-        })
-    }
-
-    fn value(&self) -> Result<JsonMap> {
-        serde_json::from_str(&self.value)
-            .map_err(|err| corrupt(&self.namespace, &self.key, "value", err))
-    }
-
-    fn item(&self, namespace: Namespace, value: JsonMap) -> Item {
-        Item::new(
-            namespace,
-            self.key.clone(),
-            value,
-            from_nanos(self.created_at),
-            from_nanos(self.updated_at),
-        )
-    }
-
-    /// The deadline a read at `now` extends this item's TTL to, if it
-    /// extends it (it has a TTL and has not expired).
-    fn refreshed(&self, plan: &Plan) -> Option<i64> {
-        let minutes = self.ttl_minutes?;
-        (!expired(self.expires_at, plan.now_nanos)).then(|| deadline(plan.now, minutes))
-    }
+/// Reads one `store_items` row.
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        namespace: row.get(0)?,
+        key: row.get(1)?,
+        value: row.get(2)?,
+        created_at: row.get(3)?,
+        updated_at: row.get(4)?,
+        ttl_minutes: row.get(5)?,
+        expires_at: row.get(6)?,
+    })
 }
 
 /// Runs a batch that may write in one `BEGIN IMMEDIATE` transaction.
@@ -162,12 +108,12 @@ fn run(conn: &Connection, plan: &Plan) -> Result<Vec<OpResult>> {
             } => {
                 let mut candidates = Vec::new();
                 let mut deadlines = BTreeMap::new();
-                for row in select(conn, ITEM_COLUMNS, range.as_ref(), plan, Row::read)? {
+                for row in select(conn, ITEM_COLUMNS, range.as_ref(), plan, read_row)? {
                     let namespace = split(&row.namespace);
                     if !has_prefix(&namespace, prefix) {
                         continue;
                     }
-                    let value = row.value()?;
+                    let value = row.value(NAME)?;
                     if !filter.matches(&value) {
                         continue;
                     }
@@ -216,7 +162,7 @@ fn get(
 ) -> Result<Option<Item>> {
     let row = conn
         .prepare_cached(SELECT_ITEM)
-        .and_then(|mut stmt| stmt.query_row(params![joined, key], Row::read).optional())
+        .and_then(|mut stmt| stmt.query_row(params![joined, key], read_row).optional())
         .map_err(db)?;
     let Some(row) = row else {
         return Ok(None);
@@ -227,7 +173,7 @@ fn get(
     if refresh && let Some(at) = row.refreshed(plan) {
         set_expiry(conn, joined, key, at)?;
     }
-    let value = row.value()?;
+    let value = row.value(NAME)?;
     Ok(Some(row.item(namespace.clone(), value)))
 }
 
@@ -281,13 +227,7 @@ fn vectors(conn: &Connection, row: &Row) -> Result<Vec<Vec<f32>>> {
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(db)?;
-    blobs
-        .iter()
-        .map(|blob| {
-            decode_vector(blob)
-                .ok_or_else(|| corrupt(&row.namespace, &row.key, "vector", BadVector(blob.len())))
-        })
-        .collect()
+    blobs.iter().map(|blob| row.vector(NAME, blob)).collect()
 }
 
 /// Rows of `store_items` (`columns`, read by `read`) under `range` (all
