@@ -12,6 +12,7 @@ pub use stategraph_graph as graph;
 pub use stategraph_llm as llm;
 #[cfg(feature = "openai")]
 pub use stategraph_openai as openai;
+pub use stategraph_prebuilt as prebuilt;
 pub use stategraph_pregel as pregel;
 pub use stategraph_store as store;
 
@@ -63,6 +64,7 @@ pub mod prelude {
         RunOptions, START, Schema, State, StateGraph, StateSnapshot, StateUpdate,
     };
     pub use stategraph_llm::{CallOptions, ChatModel, Message};
+    pub use stategraph_prebuilt::{ToolNode, tools_condition};
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
         SubgraphCheckpoints, TaskContext,

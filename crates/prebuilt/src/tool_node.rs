@@ -1,0 +1,228 @@
+//! [`ToolNode`]: runs the tool calls of the last AI message.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use stategraph_core::Value;
+use stategraph_graph::{IntoNode, NodeError, StateValues, TaskContext};
+use stategraph_llm::{
+    Message, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage, error_message,
+};
+use stategraph_pregel::{NodeFn, NodeOutput};
+use stategraph_store::ToolContextStore;
+
+/// Which tool failures become error messages for the model (LangGraph's
+/// `handle_tool_errors`); the others fail the node.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum ToolErrors {
+    /// Only calls the model got wrong: arguments that do not fit the
+    /// tool's schema, and unknown tool names (LangGraph's default).
+    #[default]
+    InvalidCalls,
+    /// Every failure, as `Error: {error}\n Please fix your mistakes.`
+    All,
+    /// None: every failure, bad arguments too, fails the node (unknown
+    /// tool names still answer with the list of tools, as LangGraph does).
+    Never,
+    /// Every failure, as this text.
+    Text(String),
+    /// The failures `handler` gives a text for; it returns `None` for the
+    /// ones that should fail the node (LangGraph's handler function or
+    /// exception types).
+    Handler(ErrorHandler),
+}
+
+/// A function choosing the text of a tool failure (`None`: fail the node).
+pub type ErrorHandler = Arc<dyn Fn(&ToolError) -> Option<String> + Send + Sync>;
+
+impl fmt::Debug for ToolErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidCalls => f.write_str("InvalidCalls"),
+            Self::All => f.write_str("All"),
+            Self::Never => f.write_str("Never"),
+            Self::Text(text) => f.debug_tuple("Text").field(text).finish(),
+            Self::Handler(_) => f.write_str("Handler(..)"),
+        }
+    }
+}
+
+impl ToolErrors {
+    /// A handler from a function (see [`ToolErrors::Handler`]).
+    pub fn handler(handler: impl Fn(&ToolError) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self::Handler(Arc::new(handler))
+    }
+
+    /// The text a failure of `call` becomes, or `None` if it fails the node.
+    fn text(&self, call: &ToolCall, error: &ToolError) -> Option<String> {
+        match self {
+            Self::InvalidCalls => error.is_invalid_args().then(|| {
+                format!(
+                    "Error invoking tool '{}' with kwargs {} with error:\n {}\n Please fix the error and try again.",
+                    call.name,
+                    call.args,
+                    invalid_args_text(error)
+                )
+            }),
+            Self::All => Some(format!("Error: {error}\n Please fix your mistakes.")),
+            Self::Never => None,
+            Self::Text(text) => Some(text.clone()),
+            Self::Handler(handler) => handler(error),
+        }
+    }
+}
+
+fn invalid_args_text(error: &ToolError) -> String {
+    match error {
+        ToolError::InvalidArgs { message } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Runs every tool call of the last AI message of the state's messages,
+/// concurrently, and answers each with a tool message, in call order
+/// (LangGraph's `ToolNode`). Add it with
+/// `graph.add_node("tools", ToolNode::new(tools))`.
+///
+/// Each tool gets a [`ToolContext`] with the call's id, the whole state
+/// (for injected state arguments), the run's config and the graph's store
+/// (read with [`ToolContextStore::store`]). A call to a tool that does not
+/// exist is answered `Error: {name} is not a valid tool, try one of [...]`;
+/// which failures become error messages is [`ToolErrors`].
+///
+/// # Errors
+/// The node fails when the state has no messages, when the last message is
+/// not an AI message, and for tool failures [`ToolErrors`] does not catch.
+#[derive(Clone, Debug)]
+pub struct ToolNode {
+    tools: Arc<[SharedTool]>,
+    messages_key: String,
+    errors: ToolErrors,
+}
+
+impl ToolNode {
+    /// A node running `tools`, reading the `messages` key.
+    pub fn new(tools: impl IntoIterator<Item = SharedTool>) -> Self {
+        Self {
+            tools: tools.into_iter().collect(),
+            messages_key: "messages".to_owned(),
+            errors: ToolErrors::default(),
+        }
+    }
+
+    /// Reads and writes messages at `key` instead of `messages`.
+    #[must_use]
+    pub fn with_messages_key(mut self, key: impl Into<String>) -> Self {
+        self.messages_key = key.into();
+        self
+    }
+
+    /// Sets which failures become error messages.
+    #[must_use]
+    pub fn with_errors(mut self, errors: ToolErrors) -> Self {
+        self.errors = errors;
+        self
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &[SharedTool] {
+        &self.tools
+    }
+
+    /// Runs the calls of the last message of `input` (the node's input: the
+    /// state, or the message list itself).
+    async fn run(&self, input: Value, ctx: TaskContext) -> Result<NodeOutput, NodeError> {
+        let messages = match input.downcast_ref::<StateValues>() {
+            Some(state) => state.get(&self.messages_key).cloned().ok_or_else(|| {
+                NodeError::new(
+                    "ValueError",
+                    format!("No message found in input (key `{}`)", self.messages_key),
+                )
+            })?,
+            None => input.clone(),
+        };
+        let messages = messages.decode::<Vec<Message>>()?;
+        let Some(Message::Ai(last)) = messages.last() else {
+            return Err(NodeError::new(
+                "ValueError",
+                "Last message is not an AIMessage",
+            ));
+        };
+        let mut base = ToolContext::default()
+            .with_state(input.clone())
+            .with_config(ctx.config().clone());
+        if let Some(store) = ctx.store() {
+            base = base.with_store(store.clone());
+        }
+        let answers = join_all(
+            last.tool_calls
+                .iter()
+                .map(|call| self.answer(call, base.clone())),
+        )
+        .await;
+        let answers: Vec<Message> = answers
+            .into_iter()
+            .map(|answer| answer.map(Message::from))
+            .collect::<Result<_, _>>()?;
+        let update = StateValues::single(&self.messages_key, Value::new(answers));
+        Ok(NodeOutput::Value(Value::new(update)))
+    }
+
+    /// The tool message answering `call`, or the failure that fails the
+    /// node.
+    async fn answer(&self, call: &ToolCall, ctx: ToolContext) -> Result<ToolMessage, NodeError> {
+        let Some(tool) = self.tools.iter().find(|tool| tool.dyn_name() == call.name) else {
+            let available: Vec<&str> = self.tools.iter().map(|tool| tool.dyn_name()).collect();
+            return Ok(error_message(
+                call,
+                format!(
+                    "Error: {} is not a valid tool, try one of [{}].",
+                    call.name,
+                    available.join(", ")
+                ),
+            ));
+        };
+        let ctx = match &call.id {
+            Some(id) => ctx.with_tool_call_id(id.clone()),
+            None => ctx,
+        };
+        match tool.dyn_call(call.args.clone(), ctx).await {
+            Ok(output) => Ok(output.into_message(call)),
+            Err(error) => match self.errors.text(call, &error) {
+                Some(text) => Ok(error_message(call, text)),
+                None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
+            },
+        }
+    }
+}
+
+/// The error class a tool failure fails the node with.
+fn tool_error_class(error: &ToolError) -> &'static str {
+    if error.is_invalid_args() {
+        "ValidationError"
+    } else {
+        "ToolException"
+    }
+}
+
+impl IntoNode<ToolNode> for ToolNode {
+    fn into_node_fn(self) -> NodeFn {
+        let node = Arc::new(self);
+        Arc::new(move |input: Value, ctx: TaskContext| {
+            let node = node.clone();
+            Box::pin(async move { node.run(input, ctx).await })
+        })
+    }
+}
+
+/// Where to go after a model call (LangGraph's `tools_condition`):
+/// `"tools"` when the last message is an AI message with tool calls, else
+/// the end.
+pub fn tools_condition(messages: &[Message]) -> &'static str {
+    match messages.last() {
+        Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() => "tools",
+        _ => stategraph_graph::END,
+    }
+}

@@ -1,0 +1,6 @@
+//! The integration tests of stategraph-prebuilt, compiled as one test binary.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod tool_node;

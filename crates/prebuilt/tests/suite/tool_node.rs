@@ -1,0 +1,299 @@
+//! `ToolNode` as the only node of a graph, and in an agent loop with
+//! `tools_condition`: the behaviour of golden trace 28 that does not depend
+//! on Python's exception classes. Calls run concurrently and answer in call
+//! order; an unknown tool is answered with the list of tools; bad arguments
+//! become an error message by default; `ToolErrors` chooses which failures
+//! become messages; tools see their call id, the state and the store.
+
+use std::time::Duration;
+
+use serde_json::{Value as Json, json};
+use stategraph_core::RunnableConfig;
+use stategraph_graph::{
+    CompileOptions, CompiledStateGraph, MessagesState, MessagesStateUpdate, MessagesStateView,
+    NodeError, START, StateGraph,
+};
+use stategraph_llm::{
+    AiMessage, FnTool, Message, SharedTool, Tool, ToolCall, ToolContext, ToolError, ToolStatus,
+};
+use stategraph_prebuilt::{ToolErrors, ToolNode, tools_condition};
+use stategraph_store::{InMemoryStore, Store, ToolContextStore};
+
+/// Tools as the node holds them.
+trait Shared {
+    fn shared(self) -> SharedTool;
+}
+
+impl<T: Tool> Shared for T {
+    fn shared(self) -> SharedTool {
+        std::sync::Arc::new(self)
+    }
+}
+
+#[derive(serde::Deserialize, stategraph_llm::schemars::JsonSchema)]
+#[schemars(crate = "stategraph_llm::schemars")]
+struct Text {
+    text: String,
+}
+
+fn slow_echo() -> SharedTool {
+    FnTool::typed("slow_echo", "Echo slowly.", |args: Text, _ctx| async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok::<_, ToolError>(format!("echo:{}", args.text))
+    })
+    .shared()
+}
+
+fn fast_len() -> SharedTool {
+    FnTool::typed("fast_len", "Length.", |args: Text, _ctx| async move {
+        Ok::<_, ToolError>(args.text.chars().count().to_string())
+    })
+    .shared()
+}
+
+#[derive(serde::Deserialize, stategraph_llm::schemars::JsonSchema)]
+#[schemars(crate = "stategraph_llm::schemars")]
+struct Kind {
+    kind: String,
+}
+
+fn explode() -> SharedTool {
+    FnTool::typed(
+        "explode",
+        "Raise an error.",
+        |args: Kind, _ctx| async move {
+            Err::<String, _>(ToolError::failed(format!("bad {}", args.kind)))
+        },
+    )
+    .shared()
+}
+
+fn ai(calls: &[(&str, Json)]) -> Message {
+    let calls = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| ToolCall::new(*name, args.clone()).with_id(format!("c{i}")))
+        .collect();
+    AiMessage::new("")
+        .with_tool_calls(calls)
+        .with_id("ai-x")
+        .into()
+}
+
+fn wrap(node: ToolNode) -> CompiledStateGraph {
+    let mut g = StateGraph::typed::<MessagesState>();
+    g.add_node("tools", node).unwrap();
+    g.add_edge(START, "tools").unwrap();
+    g.compile().unwrap()
+}
+
+/// The messages the tool node added (everything after the AI message).
+async fn answers(app: &CompiledStateGraph, call: Message) -> Result<Vec<Message>, String> {
+    let input = MessagesState {
+        messages: vec![call],
+    };
+    let out = app
+        .invoke_typed::<MessagesState>(input, &RunnableConfig::default())
+        .await
+        .map_err(|err| err.to_string())?;
+    Ok(out.messages[1..].to_vec())
+}
+
+fn summary(message: &Message) -> (String, String, String, ToolStatus) {
+    let tool = message.as_tool().unwrap();
+    (
+        tool.name.clone().unwrap_or_default(),
+        tool.tool_call_id.clone(),
+        message.text().into_owned(),
+        tool.status,
+    )
+}
+
+#[tokio::test]
+async fn parallel_calls_answer_in_call_order() {
+    let app = wrap(ToolNode::new([slow_echo(), fast_len()]));
+    let call = ai(&[
+        ("slow_echo", json!({"text": "a"})),
+        ("fast_len", json!({"text": "abcd"})),
+    ]);
+    let started = std::time::Instant::now();
+    let out = answers(&app, call).await.unwrap();
+    let summaries: Vec<_> = out.iter().map(summary).collect();
+    assert_eq!(
+        summaries,
+        [
+            (
+                "slow_echo".into(),
+                "c0".into(),
+                "echo:a".into(),
+                ToolStatus::Success
+            ),
+            (
+                "fast_len".into(),
+                "c1".into(),
+                "4".into(),
+                ToolStatus::Success
+            ),
+        ]
+    );
+    // Every message got an id from add_messages.
+    assert!(out.iter().all(|m| m.id().is_some()));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn bad_arguments_become_an_error_message_by_default() {
+    let app = wrap(ToolNode::new([fast_len()]));
+    let out = answers(&app, ai(&[("fast_len", json!({"wrong": 1}))]))
+        .await
+        .unwrap();
+    let (name, id, text, status) = summary(&out[0]);
+    assert_eq!(
+        (name.as_str(), id.as_str(), status),
+        ("fast_len", "c0", ToolStatus::Error)
+    );
+    assert!(
+        text.starts_with("Error invoking tool 'fast_len' with kwargs {\"wrong\":1} with error:\n ")
+            && text.contains("text")
+            && text.ends_with("\n Please fix the error and try again."),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_are_answered_with_the_tool_list() {
+    let app = wrap(ToolNode::new([slow_echo(), fast_len()]));
+    let out = answers(&app, ai(&[("nope", json!({}))])).await.unwrap();
+    assert_eq!(
+        summary(&out[0]),
+        (
+            "nope".into(),
+            "c0".into(),
+            "Error: nope is not a valid tool, try one of [slow_echo, fast_len].".into(),
+            ToolStatus::Error
+        )
+    );
+}
+
+#[tokio::test]
+async fn tool_errors_choose_which_failures_become_messages() {
+    let failing = || ai(&[("explode", json!({"kind": "value"}))]);
+    let run = |errors: ToolErrors| async move {
+        let app = wrap(ToolNode::new([explode()]).with_errors(errors));
+        answers(&app, failing()).await
+    };
+    // Default: a tool failure fails the node (only bad calls are caught).
+    let err = run(ToolErrors::InvalidCalls).await.unwrap_err();
+    assert!(err.contains("bad value"), "{err}");
+    let err = run(ToolErrors::Never).await.unwrap_err();
+    assert!(err.contains("bad value"), "{err}");
+    let out = run(ToolErrors::All).await.unwrap();
+    assert_eq!(
+        summary(&out[0]).2,
+        "Error: bad value\n Please fix your mistakes."
+    );
+    let out = run(ToolErrors::Text("custom failure text".into()))
+        .await
+        .unwrap();
+    assert_eq!(summary(&out[0]).2, "custom failure text");
+    let handled = ToolErrors::handler(|error| {
+        error
+            .to_string()
+            .contains("value")
+            .then(|| format!("handled value error: {error}"))
+    });
+    let out = run(handled.clone()).await.unwrap();
+    assert_eq!(summary(&out[0]).2, "handled value error: bad value");
+    let app = wrap(ToolNode::new([explode()]).with_errors(handled));
+    let err = answers(&app, ai(&[("explode", json!({"kind": "key"}))]))
+        .await
+        .unwrap_err();
+    assert!(err.contains("bad key"), "{err}");
+    // Never: bad arguments fail the node too.
+    let app = wrap(ToolNode::new([fast_len()]).with_errors(ToolErrors::Never));
+    assert!(answers(&app, ai(&[("fast_len", json!({}))])).await.is_err());
+}
+
+#[tokio::test]
+async fn the_last_message_must_be_an_ai_message() {
+    let app = wrap(ToolNode::new([fast_len()]));
+    let err = answers(&app, Message::human("hi")).await.unwrap_err();
+    assert!(err.contains("Last message is not an AIMessage"), "{err}");
+}
+
+/// Tools see their call id, the whole state and the graph's store.
+#[tokio::test]
+async fn tools_see_their_call_id_the_state_and_the_store() {
+    let remember = FnTool::new(
+        "remember",
+        "Remembers the conversation length.",
+        json!({"type": "object", "properties": {}}),
+        |_args: Json, ctx: ToolContext| async move {
+            let store = ctx.store().ok_or_else(|| ToolError::failed("no store"))?;
+            let state = ctx
+                .state
+                .as_ref()
+                .map(|state| state.to_json().unwrap_or_default())
+                .unwrap_or_default();
+            let length = state["messages"].as_array().map_or(0, Vec::len);
+            let id = ctx.tool_call_id.clone().unwrap_or_default();
+            store
+                .put(&["memories"], &id, json!({"length": length}))
+                .await
+                .map_err(ToolError::from_source)?;
+            Ok::<_, ToolError>(format!("remembered {length} under {id}"))
+        },
+    );
+    let store = InMemoryStore::new();
+    let mut g = StateGraph::typed::<MessagesState>();
+    g.add_node("tools", ToolNode::new([remember.shared()]))
+        .unwrap();
+    g.add_edge(START, "tools").unwrap();
+    let app = g
+        .compile_with(CompileOptions::new().store(store.clone()))
+        .unwrap();
+    let out = answers(&app, ai(&[("remember", json!({}))])).await.unwrap();
+    assert_eq!(summary(&out[0]).2, "remembered 1 under c0");
+    let item = store.get(&["memories"], "c0").await.unwrap().unwrap();
+    assert_eq!(item.value["length"], 1);
+}
+
+/// An agent loop: the model calls a tool, `tools_condition` routes to the
+/// tool node, its answer goes back to the model, which then ends.
+#[tokio::test]
+async fn an_agent_loop_routes_with_tools_condition() {
+    let mut g = StateGraph::typed::<MessagesState>();
+    g.add_node("agent", |state: MessagesStateView| {
+        let reply = match state.messages.last() {
+            Some(Message::Tool(result)) => Message::ai(format!("length {}", result.content.text())),
+            _ => ai(&[("fast_len", json!({"text": "abc"}))]),
+        };
+        async move { Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![reply])) }
+    })
+    .unwrap();
+    g.add_node("tools", ToolNode::new([fast_len()])).unwrap();
+    g.add_edge(START, "agent").unwrap();
+    g.add_conditional_edges(
+        "agent",
+        |state: &MessagesStateView| tools_condition(&state.messages),
+        None,
+    )
+    .unwrap();
+    g.add_edge("tools", "agent").unwrap();
+    let app = g.compile().unwrap();
+    let out = answers(&app, Message::human("go")).await.unwrap();
+    let texts: Vec<String> = out.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(texts, ["", "3", "length 3"]);
+}
+
+#[test]
+fn tools_condition_routes_on_the_last_message() {
+    assert_eq!(
+        tools_condition(&[ai(&[("fast_len", json!({"text": ""}))])]),
+        "tools"
+    );
+    assert_eq!(tools_condition(&[Message::ai("x")]), "__end__");
+    assert_eq!(tools_condition(&[]), "__end__");
+    // Tools are reachable through the node for every tool type.
+    assert_eq!(fast_len().name(), "fast_len");
+}
