@@ -64,7 +64,7 @@ pub mod prelude {
         RunOptions, START, Schema, State, StateGraph, StateSnapshot, StateUpdate,
     };
     pub use stategraph_llm::{CallOptions, ChatModel, Message};
-    pub use stategraph_prebuilt::{ToolNode, tools_condition};
+    pub use stategraph_prebuilt::{ToolNode, create_react_agent, tools_condition};
     pub use stategraph_pregel::{
         Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
         SubgraphCheckpoints, TaskContext,

@@ -4,3 +4,4 @@
 #![allow(clippy::unwrap_used)]
 
 mod tool_node;
+mod trace_27_react_agent;

@@ -1,0 +1,142 @@
+//! [`create_react_agent`]: a model calling tools in a loop until it answers.
+
+use std::sync::Arc;
+
+use stategraph_graph::{
+    CompileOptions, CompiledStateGraph, END, GraphError, MessagesState, MessagesStateUpdate,
+    MessagesStateView, NodeError, START, StateGraph, TaskContext,
+};
+use stategraph_llm::{
+    AiMessage, CallOptions, ChatModel, Message, SharedChatModel, SharedTool, SystemMessage,
+};
+
+use crate::{ToolNode, tools_condition};
+
+/// What the agent answers when the recursion limit leaves no room for
+/// another round of tool calls (LangGraph's wording).
+pub const NEED_MORE_STEPS: &str = "Sorry, need more steps to process this request.";
+
+/// Starts a ReAct agent (LangGraph's `create_react_agent`, version `v1`):
+/// an `agent` node calls `model` with `tools` bound, a `tools` node
+/// ([`ToolNode`]) runs the calls it makes, and the loop ends when the model
+/// answers without calling a tool. The state is [`MessagesState`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use stategraph_llm::{AiMessage, ChatModel, FnTool, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError};
+/// use stategraph_prebuilt::create_react_agent;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let add = FnTool::typed("add", "Adds.", |args: serde_json::Value, _ctx| async move {
+///     Ok::<_, ToolError>((args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)).to_string())
+/// });
+/// let model = ScriptedChatModel::new([
+///     AiMessage::new("").with_tool_calls(vec![ToolCall::new("add", json!({"a": 2, "b": 3}))]),
+///     AiMessage::new("2 + 3 = 5"),
+/// ]);
+/// let agent = create_react_agent(model, [Arc::new(add) as SharedTool])
+///     .prompt("Be terse.")
+///     .build()?;
+/// let out = agent.invoke(json!({"messages": [["user", "2 + 3?"]]}), &Default::default()).await?;
+/// assert_eq!(out.to_json()?["messages"][3]["content"], "2 + 3 = 5");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub fn create_react_agent(
+    model: impl ChatModel,
+    tools: impl IntoIterator<Item = SharedTool>,
+) -> ReactAgent {
+    ReactAgent {
+        model: model.into_shared(),
+        tools: tools.into_iter().collect(),
+        prompt: None,
+        compile: CompileOptions::new(),
+        tool_node: None,
+    }
+}
+
+/// The options of a ReAct agent; [`build`](Self::build) compiles it.
+#[derive(Debug)]
+#[must_use]
+pub struct ReactAgent {
+    model: SharedChatModel,
+    tools: Vec<SharedTool>,
+    prompt: Option<SystemMessage>,
+    compile: CompileOptions,
+    tool_node: Option<ToolNode>,
+}
+
+impl ReactAgent {
+    /// A system prompt put before the conversation on every model call
+    /// (not stored in the state).
+    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = Some(SystemMessage::new(prompt.into()));
+        self
+    }
+
+    /// Compiles with these options: checkpointer, store,
+    /// `interrupt_before` / `interrupt_after`, debug, name.
+    pub fn compile_options(mut self, options: CompileOptions) -> Self {
+        self.compile = options;
+        self
+    }
+
+    /// Uses this tool node (its error handling, messages key) instead of
+    /// one built from the tools.
+    pub fn tool_node(mut self, node: ToolNode) -> Self {
+        self.tool_node = Some(node);
+        self
+    }
+
+    /// Compiles the agent graph.
+    ///
+    /// # Errors
+    /// [`GraphError`] from compiling (for example an `interrupt_before`
+    /// naming a node the agent does not have).
+    pub fn build(self) -> Result<CompiledStateGraph, GraphError> {
+        let tool_node = self
+            .tool_node
+            .unwrap_or_else(|| ToolNode::new(self.tools.iter().cloned()));
+        let schemas = tool_node.tools().iter().map(|tool| tool.dyn_schema());
+        let model: SharedChatModel = Arc::new(self.model.bind_tools(schemas));
+        let prompt = self.prompt.map(Message::from);
+
+        let mut graph = StateGraph::typed::<MessagesState>();
+        graph.add_node(
+            "agent",
+            move |state: MessagesStateView, ctx: TaskContext| {
+                let model = model.clone();
+                let mut messages: Vec<Message> = prompt.iter().cloned().collect();
+                messages.extend(state.messages.iter().cloned());
+                async move {
+                    let answer = model.invoke(&messages, &CallOptions::default()).await?;
+                    let answer = out_of_steps(answer, ctx.remaining_steps());
+                    Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer.into()]))
+                }
+            },
+        )?;
+        graph.add_node("tools", tool_node)?;
+        graph.add_edge(START, "agent")?;
+        graph.add_conditional_edges(
+            "agent",
+            |state: &MessagesStateView| tools_condition(&state.messages),
+            Some(stategraph_graph::PathMap::from(["tools", END])),
+        )?;
+        graph.add_edge("tools", "agent")?;
+        graph.compile_with(self.compile)
+    }
+}
+
+/// The model's answer, or LangGraph's "need more steps" answer when it
+/// calls tools with fewer than two steps left (no room for the tools and
+/// another model call).
+fn out_of_steps(answer: AiMessage, remaining_steps: i64) -> AiMessage {
+    if remaining_steps < 2 && !answer.tool_calls.is_empty() {
+        let mut sorry = AiMessage::new(NEED_MORE_STEPS);
+        sorry.id = answer.id;
+        sorry
+    } else {
+        answer
+    }
+}
