@@ -4,6 +4,6 @@
 mod react;
 mod tool_node;
 
-pub use react::{NEED_MORE_STEPS, ReactAgent, create_react_agent};
+pub use react::{AgentVersion, NEED_MORE_STEPS, ReactAgent, create_react_agent};
 
-pub use tool_node::{ErrorHandler, ToolErrors, ToolNode, tools_condition};
+pub use tool_node::{ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, tools_condition};

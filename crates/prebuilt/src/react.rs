@@ -2,24 +2,27 @@
 
 use std::sync::Arc;
 
+use stategraph_core::Value;
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, GraphError, MessagesState, MessagesStateUpdate,
-    MessagesStateView, NodeError, START, StateGraph, TaskContext,
+    MessagesStateView, NodeError, Route, START, Send, StateGraph, StateValues, TaskContext,
 };
 use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, SharedChatModel, SharedTool, SystemMessage,
 };
 
-use crate::{ToolNode, tools_condition};
+use crate::{ToolCallWithContext, ToolNode, tools_condition};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
 pub const NEED_MORE_STEPS: &str = "Sorry, need more steps to process this request.";
 
-/// Starts a ReAct agent (LangGraph's `create_react_agent`, version `v1`):
-/// an `agent` node calls `model` with `tools` bound, a `tools` node
-/// ([`ToolNode`]) runs the calls it makes, and the loop ends when the model
-/// answers without calling a tool. The state is [`MessagesState`].
+/// Starts a ReAct agent (LangGraph's `create_react_agent`): an `agent`
+/// node calls `model` with `tools` bound, a `tools` node ([`ToolNode`])
+/// runs the calls it makes, and the loop ends when the model answers
+/// without calling a tool. The state is [`MessagesState`]. By default each
+/// tool call is a task of its own ([`AgentVersion::V2`], LangGraph's
+/// default).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -53,7 +56,20 @@ pub fn create_react_agent(
         prompt: None,
         compile: CompileOptions::new(),
         tool_node: None,
+        version: AgentVersion::default(),
     }
+}
+
+/// How the agent runs the tool calls of one model answer (LangGraph's
+/// `version`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AgentVersion {
+    /// One `tools` task runs every call (one update with every answer).
+    V1,
+    /// One `tools` task per call, through `Send` (one update per answer).
+    #[default]
+    V2,
 }
 
 /// The options of a ReAct agent; [`build`](Self::build) compiles it.
@@ -65,6 +81,7 @@ pub struct ReactAgent {
     prompt: Option<SystemMessage>,
     compile: CompileOptions,
     tool_node: Option<ToolNode>,
+    version: AgentVersion,
 }
 
 impl ReactAgent {
@@ -86,6 +103,12 @@ impl ReactAgent {
     /// one built from the tools.
     pub fn tool_node(mut self, node: ToolNode) -> Self {
         self.tool_node = Some(node);
+        self
+    }
+
+    /// Sets how tool calls run (default [`AgentVersion::V2`]).
+    pub fn version(mut self, version: AgentVersion) -> Self {
+        self.version = version;
         self
     }
 
@@ -118,14 +141,38 @@ impl ReactAgent {
         )?;
         graph.add_node("tools", tool_node)?;
         graph.add_edge(START, "agent")?;
-        graph.add_conditional_edges(
-            "agent",
-            |state: &MessagesStateView| tools_condition(&state.messages),
-            Some(stategraph_graph::PathMap::from(["tools", END])),
-        )?;
+        let path_map = Some(stategraph_graph::PathMap::from(["tools", END]));
+        match self.version {
+            AgentVersion::V1 => graph.add_conditional_edges(
+                "agent",
+                |state: &MessagesStateView| tools_condition(&state.messages),
+                path_map,
+            )?,
+            AgentVersion::V2 => graph.add_conditional_edges("agent", send_each_call, path_map)?,
+        };
         graph.add_edge("tools", "agent")?;
         graph.compile_with(self.compile)
     }
+}
+
+/// The v2 router: one `Send` to `tools` per call of the last AI message,
+/// carrying the call and the messages; the end when there is none.
+fn send_each_call(state: &MessagesStateView) -> Vec<Route> {
+    let Some(Message::Ai(last)) = state.messages.last() else {
+        return vec![Route::To(END.to_owned())];
+    };
+    if last.tool_calls.is_empty() {
+        return vec![Route::To(END.to_owned())];
+    }
+    let messages = Value::new(state.messages.to_vec());
+    let state = Value::new(StateValues::single("messages", messages));
+    last.tool_calls
+        .iter()
+        .map(|call| {
+            let arg = ToolCallWithContext::new(call.clone(), state.clone());
+            Route::Send(Send::new("tools", arg))
+        })
+        .collect()
 }
 
 /// The model's answer, or LangGraph's "need more steps" answer when it

@@ -132,8 +132,14 @@ impl ToolNode {
     }
 
     /// Runs the calls of the last message of `input` (the node's input: the
-    /// state, or the message list itself).
+    /// state, or the message list itself), or the one call of a
+    /// [`ToolCallWithContext`] (a `Send` of the v2 agent).
     async fn run(&self, input: Value, ctx: TaskContext) -> Result<NodeOutput, NodeError> {
+        if let Some(single) = ToolCallWithContext::from_input(&input)? {
+            let base = self.context(single.state.clone(), &ctx);
+            let answer = self.answer(&single.tool_call, base).await?;
+            return Ok(self.update(vec![answer.into()]));
+        }
         let messages = match input.downcast_ref::<StateValues>() {
             Some(state) => state.get(&self.messages_key).cloned().ok_or_else(|| {
                 NodeError::new(
@@ -150,12 +156,7 @@ impl ToolNode {
                 "Last message is not an AIMessage",
             ));
         };
-        let mut base = ToolContext::default()
-            .with_state(input.clone())
-            .with_config(ctx.config().clone());
-        if let Some(store) = ctx.store() {
-            base = base.with_store(store.clone());
-        }
+        let base = self.context(input.clone(), &ctx);
         let answers = join_all(
             last.tool_calls
                 .iter()
@@ -166,8 +167,24 @@ impl ToolNode {
             .into_iter()
             .map(|answer| answer.map(Message::from))
             .collect::<Result<_, _>>()?;
+        Ok(self.update(answers))
+    }
+
+    /// The context every tool call of a task starts from.
+    fn context(&self, state: Value, ctx: &TaskContext) -> ToolContext {
+        let base = ToolContext::default()
+            .with_state(state)
+            .with_config(ctx.config().clone());
+        match ctx.store() {
+            Some(store) => base.with_store(store.clone()),
+            None => base,
+        }
+    }
+
+    /// The node's update: the answers under the messages key.
+    fn update(&self, answers: Vec<Message>) -> NodeOutput {
         let update = StateValues::single(&self.messages_key, Value::new(answers));
-        Ok(NodeOutput::Value(Value::new(update)))
+        NodeOutput::Value(Value::new(update))
     }
 
     /// The tool message answering `call`, or the failure that fails the
@@ -214,6 +231,59 @@ impl IntoNode<ToolNode> for ToolNode {
             let node = node.clone();
             Box::pin(async move { node.run(input, ctx).await })
         })
+    }
+}
+
+/// One tool call and the state it was made in: the argument of the `Send`
+/// the v2 agent makes per tool call (LangGraph's `ToolCallWithContext`).
+/// Serializes as `{"__type": "tool_call_with_context", "tool_call",
+/// "state"}`, the form a checkpoint keeps it in.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ToolCallWithContext {
+    /// The call.
+    pub tool_call: ToolCall,
+    /// The state it was made in (for injected state arguments).
+    pub state: Value,
+}
+
+const TOOL_CALL_WITH_CONTEXT: &str = "tool_call_with_context";
+
+impl ToolCallWithContext {
+    /// `tool_call`, made in `state`.
+    pub fn new(tool_call: ToolCall, state: Value) -> Self {
+        Self { tool_call, state }
+    }
+
+    /// The call a node input carries, live or in its JSON form; `None` for
+    /// any other input.
+    fn from_input(input: &Value) -> Result<Option<Self>, NodeError> {
+        if let Some(call) = input.downcast_ref::<Self>() {
+            return Ok(Some(call.clone()));
+        }
+        let Some(json) = input.as_json() else {
+            return Ok(None);
+        };
+        if json.get("__type").and_then(serde_json::Value::as_str) != Some(TOOL_CALL_WITH_CONTEXT) {
+            return Ok(None);
+        }
+        let tool_call: ToolCall = serde_json::from_value(json["tool_call"].clone())
+            .map_err(|err| NodeError::new("ValueError", format!("bad tool call: {err}")))?;
+        Ok(Some(Self::new(
+            tool_call,
+            Value::from_json(json["state"].clone()),
+        )))
+    }
+}
+
+impl serde::Serialize for ToolCallWithContext {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("__type", TOOL_CALL_WITH_CONTEXT)?;
+        map.serialize_entry("tool_call", &self.tool_call)?;
+        map.serialize_entry("state", &self.state)?;
+        map.end()
     }
 }
 

@@ -1,13 +1,15 @@
-//! Golden trace 27, version `v1`: `create_react_agent` with a scripted
+//! Golden trace 27: `create_react_agent` with a scripted
 //! tool-calling model (`_fake_model.ScriptedToolModel`: on a human message
 //! it calls every planned tool at once; on tool results it answers with
 //! them joined) and two tools called in one turn. The agent's updates, what
 //! the model saw (the prompt first, never stored), the graph's nodes, and a
 //! call to a tool that does not exist.
 //!
-//! Not ported yet: `v2` (one `Send` per tool call, LangGraph 1.2.22's
-//! default version, also behind `interrupt_before_tools`), and the Mermaid
-//! drawing's tool list under the tools node.
+//! Both versions are ported: `v1` (one tools task) and `v2` (one `Send` per
+//! call, the default), and `interrupt_before: ["tools"]` with a
+//! checkpointer (two pending tool tasks, resumed with no input).
+//!
+//! Not ported yet: the Mermaid drawing's tool list under the tools node.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +19,7 @@ use stategraph_graph::{CompiledStateGraph, StreamMode};
 use stategraph_llm::{
     AiMessage, FnTool, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError,
 };
-use stategraph_prebuilt::create_react_agent;
+use stategraph_prebuilt::{AgentVersion, create_react_agent};
 
 fn fixture() -> Json {
     let path = format!(
@@ -117,13 +119,20 @@ fn input() -> Json {
     json!({"messages": [{"type": "human", "content": "do both", "id": "h-1"}]})
 }
 
-async fn updates(agent: &CompiledStateGraph) -> Vec<Json> {
+async fn updates(
+    agent: &CompiledStateGraph,
+    input: impl Into<stategraph_pregel::Input>,
+    config: &RunnableConfig,
+) -> Vec<Json> {
     use futures::StreamExt;
     agent
-        .stream(input(), &RunnableConfig::default(), StreamMode::Updates)
+        .stream(input, config, StreamMode::Updates)
         .map(|chunk| {
             let chunk = chunk.unwrap().to_json();
             let (node, update) = chunk.as_object().unwrap().iter().next().unwrap();
+            if node == "__interrupt__" {
+                return json!({ node: update });
+            }
             let messages: Vec<Json> = update["messages"]
                 .as_array()
                 .unwrap()
@@ -157,31 +166,69 @@ fn recorded_updates(recorded: &Json) -> Vec<Json> {
         .collect()
 }
 
-#[tokio::test]
-async fn trace_27_v1_agent_loop() {
-    let expected = &fixture()["v1"];
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let plan = vec![
+fn plan() -> Vec<(&'static str, Json)> {
+    vec![
         ("add", json!({"a": 2, "b": 3})),
         ("shout", json!({"text": "hey"})),
-    ];
-    let agent = create_react_agent(scripted(plan, seen.clone()), [add(), shout()])
-        .prompt("be terse")
-        .build()
-        .unwrap();
-    assert_eq!(
-        updates(&agent).await,
-        recorded_updates(&expected["updates"])
-    );
-    assert_eq!(json!(*seen.lock().unwrap()), expected["model_saw"]);
-    let mut nodes: Vec<String> = agent
-        .get_graph(false)
-        .nodes()
-        .iter()
-        .map(|node| node.id.clone())
-        .collect();
-    nodes.sort();
-    assert_eq!(json!(nodes), expected["nodes"]);
+    ]
+}
+
+#[tokio::test]
+async fn trace_27_v1_and_v2_agent_loops() {
+    for (version, key) in [(AgentVersion::V1, "v1"), (AgentVersion::V2, "v2")] {
+        let expected = &fixture()[key];
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let agent = create_react_agent(scripted(plan(), seen.clone()), [add(), shout()])
+            .prompt("be terse")
+            .version(version)
+            .build()
+            .unwrap();
+        let ours = updates(&agent, input(), &RunnableConfig::default()).await;
+        assert_eq!(ours, recorded_updates(&expected["updates"]), "{key}");
+        assert_eq!(json!(*seen.lock().unwrap()), expected["model_saw"], "{key}");
+        let mut nodes: Vec<String> = agent
+            .get_graph(false)
+            .nodes()
+            .iter()
+            .map(|node| node.id.clone())
+            .collect();
+        nodes.sort();
+        assert_eq!(json!(nodes), expected["nodes"], "{key}");
+    }
+}
+
+/// Also through a saver that stores JSON, so the pending `Send`s of the v2
+/// tool calls come back from their serialized form.
+#[tokio::test]
+async fn trace_27_interrupt_before_tools() {
+    use stategraph_checkpoint::InMemorySaver;
+    use stategraph_checkpoint::serde::JsonSerializer;
+    use stategraph_graph::CompileOptions;
+
+    let expected = &fixture()["interrupt_before_tools"];
+    for saver in [
+        InMemorySaver::new(),
+        InMemorySaver::with_serializer(JsonSerializer),
+    ] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let agent = create_react_agent(scripted(plan(), seen), [add(), shout()])
+            .compile_options(
+                CompileOptions::new()
+                    .checkpointer(saver)
+                    .interrupt_before(["tools"]),
+            )
+            .build()
+            .unwrap();
+        let config = RunnableConfig::thread("hitl");
+        let run1 = updates(&agent, input(), &config).await;
+        let recorded = expected["run1"].as_array().unwrap();
+        assert_eq!(run1[..1], recorded_updates(&json!(recorded[..1])));
+        assert_eq!(run1[1], json!({"__interrupt__": []}));
+        let state = agent.get_state(&config).await.unwrap();
+        assert_eq!(json!(state.next), expected["state"]["next"]);
+        let run2 = updates(&agent, stategraph_pregel::Input::Resume, &config).await;
+        assert_eq!(run2, recorded_updates(&expected["run2"]));
+    }
 }
 
 #[tokio::test]
