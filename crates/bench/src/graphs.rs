@@ -110,7 +110,7 @@ fn config(run: usize) -> RunnableConfig {
 }
 
 /// Streams `updates` to the end and returns the chunks.
-fn run_updates(
+pub(crate) fn run_updates(
     rt: &tokio::runtime::Runtime,
     graph: &CompiledStateGraph,
     input: &Value,

@@ -5,6 +5,7 @@ mod checkpoint;
 mod checkpoint_postgres;
 mod checkpoint_sqlite;
 mod graphs;
+mod react;
 mod saver_workload;
 mod store;
 mod typed;
@@ -39,6 +40,7 @@ pub fn workloads() -> Vec<Workload> {
     all.extend(checkpoint::workloads());
     all.extend(checkpoint_sqlite::workloads());
     all.extend(checkpoint_postgres::workloads());
+    all.extend(react::workloads());
     all.extend(store::workloads());
     all
 }
@@ -129,6 +131,20 @@ pub fn expected(name: &str) -> Option<serde_json::Value> {
             "jokes": n,
             "joke_lengths": [5040],
             "all_end_with_10_bumps": true,
+        }));
+    }
+    if let Some(n) = name
+        .strip_prefix("react_agent_")
+        .and_then(|rest| rest.split('x').next())
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return Some(json!({
+            "chunks": 2 * n + 1,
+            "ai_messages": n + 1,
+            "tool_messages": n,
+            "tool_result_lengths": [36180],
+            "final_answer_length": 600,
+            "alternating": true,
         }));
     }
     if name.starts_with("wide_") {

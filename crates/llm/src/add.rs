@@ -2,6 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use stategraph_core::FxBuild;
+
 use crate::message::Message;
 use crate::{Error, Result};
 
@@ -141,16 +143,20 @@ enum Action {
 /// The merge steps in order, and the ids to delete at the end.
 fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String>) {
     // Python builds `{m.id: i}` over the list, so with repeated ids on the
-    // left the last slot is the one updates land in.
-    let mut slots: HashMap<&str, usize> = HashMap::with_capacity(current.len() + update.len());
+    // left the last slot is the one updates land in. Only the ids the
+    // update names matter, so only they are indexed: a long history costs
+    // one fast hash per message, not a map of it.
+    let wanted: HashSet<&str, FxBuild> = update.iter().filter_map(Message::id).collect();
+    let mut slots: HashMap<&str, usize, FxBuild> =
+        HashMap::with_capacity_and_hasher(update.len(), FxBuild);
     for (i, message) in current.iter().enumerate() {
-        if let Some(id) = message.id() {
+        if let Some(id) = message.id().filter(|id| wanted.contains(id)) {
             slots.insert(id, i);
         }
     }
     let mut len = current.len();
     let mut actions = Vec::with_capacity(update.len());
-    let mut removed: HashSet<&str> = HashSet::new();
+    let mut removed: HashSet<&str, FxBuild> = HashSet::default();
     for (from, message) in update.iter().enumerate() {
         let Some(id) = message.id() else {
             unreachable!("assign_ids gave every message an id")

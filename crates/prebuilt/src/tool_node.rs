@@ -181,8 +181,14 @@ impl ToolNode {
         }
     }
 
-    /// The node's update: the answers under the messages key.
-    fn update(&self, answers: Vec<Message>) -> NodeOutput {
+    /// The node's update: the answers under the messages key, each with an
+    /// id (the one `add_messages` would give it: given here, before the
+    /// message is shared with the stream, so no reducer copies it to set
+    /// one).
+    fn update(&self, mut answers: Vec<Message>) -> NodeOutput {
+        for answer in answers.iter_mut().filter(|m| m.id().is_none()) {
+            answer.set_id(uuid::Uuid::new_v4().to_string());
+        }
         let update = StateValues::single(&self.messages_key, Value::new(answers));
         NodeOutput::Value(Value::new(update))
     }
