@@ -146,11 +146,18 @@ fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String
     // left the last slot is the one updates land in. Only the ids the
     // update names matter, so only they are indexed: a long history costs
     // one fast hash per message, not a map of it.
-    let wanted: HashSet<&str, FxBuild> = update.iter().filter_map(Message::id).collect();
+    let wanted: Vec<&str> = update.iter().filter_map(Message::id).collect();
+    // The usual update names a message or two: compare, no hashing.
+    let hashed: Option<HashSet<&str, FxBuild>> =
+        (wanted.len() > 8).then(|| wanted.iter().copied().collect());
+    let named = |id: &str| match &hashed {
+        Some(set) => set.contains(id),
+        None => wanted.contains(&id),
+    };
     let mut slots: HashMap<&str, usize, FxBuild> =
         HashMap::with_capacity_and_hasher(update.len(), FxBuild);
     for (i, message) in current.iter().enumerate() {
-        if let Some(id) = message.id().filter(|id| wanted.contains(id)) {
+        if let Some(id) = message.id().filter(|id| named(id)) {
             slots.insert(id, i);
         }
     }
