@@ -38,18 +38,9 @@ pub(crate) fn workloads() -> Vec<Workload> {
     ]
 }
 
-/// A random uuid-shaped string (36 characters), as the Python harness uses.
+/// A random uuid (36 characters), as the Python harness uses.
 fn uuid() -> String {
-    let (a, b) = (stategraph_core::random_u64(), stategraph_core::random_u64());
-    let hex = format!("{a:016x}{b:016x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 fn runner(n: usize, checkpoint: bool) -> Runner {
