@@ -1,9 +1,18 @@
-//! `ToolNode` as the only node of a graph, and in an agent loop with
-//! `tools_condition`: the behaviour of golden trace 28 that does not depend
-//! on Python's exception classes. Calls run concurrently and answer in call
-//! order; an unknown tool is answered with the list of tools; bad arguments
-//! become an error message by default; `ToolErrors` chooses which failures
-//! become messages; tools see their call id, the state and the store.
+//! Golden trace 28: `ToolNode` as the only node of a graph, and in an
+//! agent loop with `tools_condition`. Calls run concurrently and answer in
+//! call order (compared with the trace); `tools_condition` routes as
+//! recorded; an unknown tool is answered with the list of tools; bad
+//! arguments become an error message by default; `ToolErrors` chooses which
+//! failures become messages (the trace's fixed-text variant is compared);
+//! tools see their call id, the state and the store.
+//!
+//! Not ported yet: `bare_invoke_outside_graph` (a Python `ToolNode` is a
+//! runnable that refuses to run without the graph runtime; ours is only a
+//! node function). Not ported yet: the texts of the default, `True`,
+//! callable and exception-type handlers, which quote pydantic's messages
+//! and Python exception reprs (the behaviour is tested, the wording is
+//! ours). Not ported yet: `command_tool_updates` (tools returning a
+//! `Command`).
 
 use std::time::Duration;
 
@@ -286,13 +295,73 @@ async fn an_agent_loop_routes_with_tools_condition() {
     assert_eq!(texts, ["", "3", "length 3"]);
 }
 
-#[test]
-fn tools_condition_routes_on_the_last_message() {
-    assert_eq!(
-        tools_condition(&[ai(&[("fast_len", json!({"text": ""}))])]),
-        "tools"
+fn fixture() -> Json {
+    let path = format!(
+        "{}/../../fixtures/traces/28_tool_node.json",
+        env!("CARGO_MANIFEST_DIR")
     );
-    assert_eq!(tools_condition(&[Message::ai("x")]), "__end__");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
+/// The recorded tool messages as `(name, tool_call_id, content, status)`.
+fn recorded(messages: &Json) -> Vec<(String, String, String, ToolStatus)> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = |key: &str| m[key].as_str().unwrap_or_default().to_owned();
+            let status = if m["status"] == "error" {
+                ToolStatus::Error
+            } else {
+                ToolStatus::Success
+            };
+            (text("name"), text("tool_call_id"), text("content"), status)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn trace_28_parallel_calls_keep_order() {
+    let app = wrap(ToolNode::new([slow_echo(), fast_len()]));
+    let call = ai(&[
+        ("slow_echo", json!({"text": "a"})),
+        ("fast_len", json!({"text": "abcd"})),
+    ]);
+    let ours: Vec<_> = answers(&app, call)
+        .await
+        .unwrap()
+        .iter()
+        .map(summary)
+        .collect();
+    let expected = &fixture()["parallel_calls_keep_order"][0]["tools"]["messages"];
+    assert_eq!(ours, recorded(expected));
+}
+
+#[tokio::test]
+async fn trace_28_fixed_text_handler() {
+    let errors = ToolErrors::Text("custom failure text".into());
+    let app = wrap(ToolNode::new([explode()]).with_errors(errors));
+    let expected = &fixture()["handle_tool_errors"]["string"];
+    for (kind, key) in [("value", "value_error"), ("key", "key_error")] {
+        let out = answers(&app, ai(&[("explode", json!({ "kind": kind }))]))
+            .await
+            .unwrap();
+        let recorded = recorded(&json!([expected[key]["ok"]]));
+        assert_eq!(vec![summary(&out[0])], recorded, "{kind}");
+    }
+}
+
+#[test]
+fn trace_28_tools_condition() {
+    let expected = &fixture()["tools_condition"];
+    let with_calls = tools_condition(&[ai(&[("fast_len", json!({"text": ""}))])]);
+    assert_eq!(with_calls, expected["with_calls"]);
+    assert_eq!(
+        tools_condition(&[Message::ai("x")]),
+        expected["without_calls"]
+    );
     assert_eq!(tools_condition(&[]), "__end__");
     // Tools are reachable through the node for every tool type.
     assert_eq!(fast_len().name(), "fast_len");
