@@ -135,6 +135,20 @@ pub fn nanos(at: DateTime<Utc>) -> Option<i64> {
     at.timestamp_nanos_opt()
 }
 
+/// The time `clock` reads, and it as stored.
+///
+/// # Errors
+/// [`StoreError::Unsupported`] of `store` for a time outside the years
+/// 1677..2262, which stored times cannot hold.
+pub fn read_clock(clock: &Clock, store: &'static str) -> Result<(DateTime<Utc>, i64)> {
+    let now = clock();
+    let stored = nanos(now).ok_or_else(|| StoreError::Unsupported {
+        operation: format!("the time {now} (stored times span the years 1677 to 2262)"),
+        store,
+    })?;
+    Ok((now, stored))
+}
+
 /// A stored time back.
 pub fn from_nanos(nanos: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_nanos(nanos)
@@ -375,11 +389,7 @@ pub async fn prepare(ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> {
             }
         }
     }
-    let now = (settings.clock)();
-    let now_nanos = nanos(now).ok_or_else(|| StoreError::Unsupported {
-        operation: format!("the time {now} (stored times span the years 1677 to 2262)"),
-        store: settings.store,
-    })?;
+    let (now, now_nanos) = read_clock(settings.clock, settings.store)?;
     for step in &mut steps {
         if let Step::Put {
             write: Some(write), ..

@@ -192,11 +192,7 @@ impl SqliteStore {
     /// committed stay deleted); [`StoreError::Unsupported`] for a clock
     /// outside the years 1677..2262.
     pub async fn sweep_expired(&self) -> Result<usize> {
-        let now = (self.clock)();
-        let now = plan::nanos(now).ok_or_else(|| StoreError::Unsupported {
-            operation: format!("the time {now} (stored times span the years 1677 to 2262)"),
-            store: NAME,
-        })?;
+        let (_, now) = plan::read_clock(&self.clock, NAME)?;
         let mut swept = 0;
         loop {
             let db = self.db.clone();
