@@ -382,6 +382,7 @@ impl Task {
             cached: false,
             pad: None,
             outcome: None,
+            messages: None,
         }
     }
 }
@@ -398,6 +399,9 @@ struct Task {
     pad: Option<Arc<Scratchpad>>,
     // Set in runs with a checkpointer once the task ends.
     outcome: Option<persist::Outcome>,
+    // Set when a sink wants `messages`: where the task's messages go, built
+    // once for its model calls and its output.
+    messages: Option<Arc<messages::TaskMessages>>,
 }
 
 /// One run's mutable state.
@@ -840,6 +844,7 @@ impl Loop {
                         cached: false,
                         pad: None,
                         outcome: None,
+                        messages: None,
                     }),
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
@@ -878,6 +883,7 @@ impl Loop {
                 cached: false,
                 pad: None,
                 outcome: None,
+                messages: None,
             });
         }
         self.candidate_buf = candidates;

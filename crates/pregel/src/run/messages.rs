@@ -90,7 +90,7 @@ impl Serialize for MessageEvent {
 
 /// Where one task's messages go: its sinks that want them, with its
 /// metadata.
-struct TaskMessages {
+pub(super) struct TaskMessages {
     sinks: Vec<Sink>,
     metadata: JsonMap,
     /// The outermost task's namespace (LangChain keeps the first
@@ -163,11 +163,13 @@ impl Loop {
     /// sink wants `messages`; `Some(None)` to hide an outer task's observer
     /// from this run's tasks (a subgraph whose chunks are not streamed);
     /// `None` when nothing observes.
-    pub(super) fn task_observer(&self, task: &Task) -> Option<SharedObserver> {
+    pub(super) fn task_observer(&self, task: &mut Task) -> Option<SharedObserver> {
         if self.run.wants(StreamMode::Messages)
             && let Some(messages) = self.task_messages(task)
         {
-            let observer: Arc<dyn ModelObserver> = Arc::new(messages);
+            let messages = Arc::new(messages);
+            task.messages = Some(messages.clone());
+            let observer: Arc<dyn ModelObserver> = messages;
             return Some(Some(observer));
         }
         stategraph_llm::observe::is_observed().then_some(None)
@@ -210,7 +212,11 @@ impl Loop {
         if found.is_empty() {
             return;
         }
-        let Some(messages) = self.task_messages(task) else {
+        let Some(messages) = task
+            .messages
+            .clone()
+            .or_else(|| self.task_messages(task).map(Arc::new))
+        else {
             return;
         };
         let metadata = messages.node_metadata();
