@@ -21,12 +21,10 @@ mod conformance;
 use serde_json::json;
 use stategraph_checkpoint_postgres::sqlx::{self, AssertSqlSafe};
 use stategraph_checkpoint_postgres::{PostgresSaver, PostgresStore};
-use stategraph_store::{
-    IndexFields, ListNamespacesOp, Op, PutOp, SearchOp, Store, StoreError, Ttl, TtlConfig, ns,
-};
+use stategraph_store::{ListNamespacesOp, Op, PutOp, SearchOp, Store, StoreError, TtlConfig, ns};
 
 use stategraph_conformance::store::scenarios::{self as support, cases, differential};
-use support::{Backend, ManualClock, Options, hash_index, obj};
+use support::{Backend, Options, hash_index, obj};
 
 /// Stores on fresh schemas of the test server.
 struct Schemas {
@@ -208,54 +206,14 @@ async fn setup_is_shared_with_the_saver_and_idempotent() {
     assert!(err.to_string().contains("invalid PostgreSQL URL"), "{err}");
 }
 
-/// ST-TTL-16: a sweep of more items than one sweep statement deletes
-/// removes them all, vectors included, and counts them.
+/// ST-TTL-16: a sweep of more items than one sweep statement (1,000)
+/// holds removes them all, vectors included, and counts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_sweeps_run_in_batches() {
     let Some(backend) = schemas("large_sweeps_run_in_batches") else {
         return;
     };
-    let clock = ManualClock::new();
-    let ttl = TtlConfig::default().with_default_ttl(1.0);
-    let store = backend
-        .store(
-            Options::default()
-                .ttl(ttl)
-                .clock(&clock)
-                .index(hash_index()),
-        )
-        .await;
-    let ops: Vec<Op> = (0..2_345)
-        .map(|i| {
-            Op::Put(PutOp::put(
-                ns(["bulk"]),
-                format!("k{i}"),
-                obj(json!({"i": i})),
-            ))
-        })
-        .collect();
-    store.batch(ops).await.unwrap();
-    store
-        .put_with(
-            &["bulk"],
-            "kept",
-            json!({}),
-            IndexFields::Default,
-            Ttl::Never,
-        )
-        .await
-        .unwrap();
-    assert_eq!(store.sweep_expired().await.unwrap(), 0);
-    clock.advance_seconds(60.0);
-    assert_eq!(store.sweep_expired().await.unwrap(), 2_345);
-    assert_eq!(
-        count(&store, "SELECT count(*) FROM stategraph_store_items").await,
-        1
-    );
-    assert_eq!(
-        count(&store, "SELECT count(*) FROM stategraph_store_vectors").await,
-        1
-    );
+    cases::large_sweeps_run_in_batches(&backend, 2_345).await;
 }
 
 /// Concurrent batches writing one key queue (no serialization failures);

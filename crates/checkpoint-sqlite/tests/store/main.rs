@@ -281,47 +281,11 @@ async fn a_saver_and_a_store_share_a_file() {
     assert!(memory_store.get(&["x"], "k").await.unwrap().is_some());
 }
 
-/// ST-TTL-16: a sweep of more items than one sweep transaction holds
-/// deletes them all, and counts them.
+/// ST-TTL-16: a sweep of more items than one sweep transaction (500)
+/// holds deletes them all, and counts them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_sweeps_run_in_batches() {
-    let clock = ManualClock::new();
-    let ttl = TtlConfig::default().with_default_ttl(1.0);
-    let files = Files::new();
-    let store = files
-        .store(
-            Options::default()
-                .ttl(ttl)
-                .clock(&clock)
-                .index(hash_index()),
-        )
-        .await;
-    let ops: Vec<Op> = (0..1_234)
-        .map(|i| {
-            Op::Put(PutOp::put(
-                ns(["bulk"]),
-                format!("k{i}"),
-                obj(json!({"i": i})),
-            ))
-        })
-        .collect();
-    store.batch(ops).await.unwrap();
-    store
-        .put_with(
-            &["bulk"],
-            "kept",
-            json!({}),
-            IndexFields::Default,
-            Ttl::Never,
-        )
-        .await
-        .unwrap();
-    assert_eq!(store.sweep_expired().await.unwrap(), 0);
-    clock.advance_seconds(60.0);
-    assert_eq!(store.sweep_expired().await.unwrap(), 1_234);
-    let path = store.path().unwrap();
-    assert_eq!(count(path, "SELECT count(*) FROM store_items"), 1);
-    assert_eq!(count(path, "SELECT count(*) FROM store_vectors"), 1);
+    cases::large_sweeps_run_in_batches(&Files::new(), 1_234).await;
 }
 
 /// Concurrent batches from many tasks on one file all land.

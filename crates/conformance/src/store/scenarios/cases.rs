@@ -979,3 +979,48 @@ pub async fn fractional_ttls_survive_refresh(backend: &impl Backend) {
     clock.advance(chrono::Duration::milliseconds(6_000));
     assert_eq!(store.get(&["f"], "k").await.unwrap(), None);
 }
+
+/// ST-TTL-16: a sweep of more items than one sweep transaction holds
+/// (`items` of them) deletes them all, vectors included, counts them, and
+/// keeps the item that never expires.
+pub async fn large_sweeps_run_in_batches(backend: &impl Backend, items: usize) {
+    let clock = ManualClock::new();
+    let ttl = TtlConfig::default().with_default_ttl(1.0);
+    let store = backend
+        .store(
+            Options::default()
+                .ttl(ttl)
+                .clock(&clock)
+                .index(hash_index()),
+        )
+        .await;
+    let ops: Vec<Op> = (0..items)
+        .map(|i| {
+            Op::Put(PutOp::put(
+                ns(["bulk"]),
+                format!("k{i}"),
+                obj(json!({"i": i})),
+            ))
+        })
+        .collect();
+    store.batch(ops).await.unwrap();
+    store
+        .put_with(
+            &["bulk"],
+            "kept",
+            json!({}),
+            IndexFields::Default,
+            Ttl::Never,
+        )
+        .await
+        .unwrap();
+    assert_eq!(backend.sweep(&store).await, 0);
+    clock.advance_seconds(60.0);
+    assert_eq!(backend.sweep(&store).await, items);
+    let left = store
+        .search(SearchOp::new(ns(["bulk"])).with_page(items + 1, 0))
+        .await
+        .unwrap();
+    assert_eq!(keys(&left), ["kept"]);
+    assert_eq!(backend.vector_count(&store).await, 1);
+}
