@@ -68,7 +68,7 @@ fn runner(n: usize, checkpoint: bool) -> Runner {
     } else {
         CompileOptions::new()
     };
-    let agent = create_react_agent(ScriptedChatModel::new(script), [search])
+    let agent = create_react_agent(ScriptedChatModel::new(script).record_calls(false), [search])
         .compile_options(options)
         .build()
         .unwrap_or_else(|err| panic!("{err}"));

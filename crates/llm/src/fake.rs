@@ -41,8 +41,9 @@ pub struct RecordedCall {
 ///
 /// Ids are deterministic: an answer without an id gets `ai-{n}` (`n` counts
 /// calls from 0) and a tool call without an id gets `call-{n}-{i}`. Every
-/// call is recorded ([`calls`](Self::calls)); bound tools do not change the
-/// answers.
+/// call is recorded ([`calls`](Self::calls)) unless
+/// [`record_calls(false)`](Self::record_calls) says otherwise; bound tools do
+/// not change the answers.
 ///
 /// ```
 /// use serde_json::json;
@@ -64,12 +65,14 @@ pub struct RecordedCall {
 /// ```
 pub struct ScriptedChatModel {
     script: Script,
+    record: bool,
     state: Mutex<ScriptState>,
 }
 
 #[derive(Default)]
 struct ScriptState {
     position: usize,
+    count: usize,
     calls: Vec<RecordedCall>,
 }
 
@@ -78,6 +81,7 @@ impl ScriptedChatModel {
     pub fn new(responses: impl IntoIterator<Item = AiMessage>) -> Self {
         Self {
             script: Script::Fixed(responses.into_iter().collect()),
+            record: true,
             state: Mutex::default(),
         }
     }
@@ -86,18 +90,28 @@ impl ScriptedChatModel {
     pub fn from_fn(respond: impl Fn(&[Message]) -> AiMessage + Send + Sync + 'static) -> Self {
         Self {
             script: Script::Respond(Arc::new(respond)),
+            record: true,
             state: Mutex::default(),
         }
     }
 
-    /// Every call so far, in order.
+    /// Whether to keep every call's messages for [`calls`](Self::calls)
+    /// (the default). A model answering many long runs (a benchmark, a soak
+    /// test) should not: the log keeps every conversation alive.
+    #[must_use]
+    pub fn record_calls(mut self, record: bool) -> Self {
+        self.record = record;
+        self
+    }
+
+    /// Every recorded call so far, in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.lock().calls.clone()
     }
 
-    /// How many times the model was called.
+    /// How many times the model was called (recorded or not).
     pub fn call_count(&self) -> usize {
-        self.lock().calls.len()
+        self.lock().count
     }
 
     /// Forgets the calls and starts the script again.
@@ -114,13 +128,16 @@ impl ScriptedChatModel {
     fn answer(&self, messages: &[Message], options: &CallOptions) -> Result<AiMessage> {
         let (n, position) = {
             let mut state = self.lock();
-            state.calls.push(RecordedCall {
-                messages: messages.to_vec(),
-                options: options.clone(),
-            });
-            let position = state.position;
+            if self.record {
+                state.calls.push(RecordedCall {
+                    messages: messages.to_vec(),
+                    options: options.clone(),
+                });
+            }
+            let (n, position) = (state.count, state.position);
+            state.count += 1;
             state.position += 1;
-            (state.calls.len() - 1, position)
+            (n, position)
         };
         let mut answer = match &self.script {
             Script::Fixed(responses) if responses.is_empty() => {

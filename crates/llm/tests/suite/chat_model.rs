@@ -384,3 +384,20 @@ async fn answers_without_ids_are_named_after_their_run() {
         .unwrap();
     assert_ne!(answer.id, again.id);
 }
+
+#[tokio::test]
+async fn an_unrecorded_script_counts_calls_but_keeps_no_conversation() {
+    let model =
+        ScriptedChatModel::new([AiMessage::new("a"), AiMessage::new("b")]).record_calls(false);
+    let first = model
+        .invoke(&[Message::human("hi")], &CallOptions::default())
+        .await
+        .unwrap();
+    let second = model.invoke(&[], &CallOptions::default()).await.unwrap();
+    assert_eq!((&*first.text(), &*second.text()), ("a", "b"));
+    assert_eq!(second.id.as_deref(), Some("ai-1"));
+    assert_eq!(model.call_count(), 2);
+    assert!(model.calls().is_empty());
+    model.reset();
+    assert_eq!(model.call_count(), 0);
+}
