@@ -383,6 +383,7 @@ impl Task {
             pad: None,
             outcome: None,
             messages: None,
+            fresh: Vec::new(),
         }
     }
 }
@@ -402,6 +403,22 @@ struct Task {
     // Set when a sink wants `messages`: where the task's messages go, built
     // once for its model calls and its output.
     messages: Option<Arc<messages::TaskMessages>>,
+    // The channels a conditional edge of the task read fresh: the step's
+    // commit reuses them when the task is their only writer.
+    fresh: Vec<FreshCopy>,
+}
+
+/// A channel with a task's writes applied, as a conditional edge read it
+/// (`Loop::read_fresh`). The commit puts it in place of the channel when the
+/// task is the channel's only writer of the step and wrote nothing to it
+/// since: the reducer then runs once per step, not twice, and the edge saw
+/// exactly the value the step commits (ids `add_messages` gives included).
+struct FreshCopy {
+    channel: ChannelId,
+    // How many of the task's writes went to the channel when it was read.
+    writes: usize,
+    changed: bool,
+    copy: Box<dyn stategraph_channels::Channel>,
 }
 
 /// One run's mutable state.
@@ -435,6 +452,8 @@ struct Loop {
     updated_buf: Vec<ChannelId>,
     // Emptied write lists of finished tasks, reused by the next ones.
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
+    // The fresh reads of the task whose writers are running.
+    fresh_reads: std::cell::RefCell<Vec<FreshCopy>>,
     // Set when the graph has a checkpointer (root runs only).
     persist: Option<Box<persist::Persist>>,
     // The pending writes of the checkpoint a run resumes, for its first step.
@@ -518,6 +537,7 @@ impl Loop {
             write_buf: Vec::new(),
             updated_buf: Vec::new(),
             write_pool: std::cell::RefCell::new(Vec::new()),
+            fresh_reads: std::cell::RefCell::new(Vec::new()),
             persist: None,
             resumed: None,
             loaded_source: None,
@@ -845,6 +865,7 @@ impl Loop {
                         pad: None,
                         outcome: None,
                         messages: None,
+                        fresh: Vec::new(),
                     }),
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
@@ -884,6 +905,7 @@ impl Loop {
                 pad: None,
                 outcome: None,
                 messages: None,
+                fresh: Vec::new(),
             });
         }
         self.candidate_buf = candidates;
@@ -1334,9 +1356,11 @@ impl Loop {
             remaining_steps: self.stop - self.step,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
+        self.fresh_reads.borrow_mut().clear();
         for writer in &node.writers {
             writer(&ctx, &mut writes)?;
         }
+        task.fresh = std::mem::take(&mut *self.fresh_reads.borrow_mut());
         task.writes = writes;
         if node.cache.is_some() {
             self.store_cached_writes(task);
@@ -1468,6 +1492,37 @@ impl Loop {
         }
     }
 
+    /// Clears the `Send`s this step ran, before any reducer runs, when the
+    /// step sends nothing new (the bump at the end of `apply` would clear
+    /// them too): a `Send`'s argument may share a state value (the v2
+    /// agent's tool calls carry the messages), and a reducer extends a value
+    /// in place only when nothing else holds it.
+    fn release_sends(
+        &mut self,
+        writes: &[(ChannelId, usize, Value)],
+        next: ChannelVersion,
+        epoch: u64,
+        bumped: &mut bool,
+    ) -> Result<()> {
+        let channel = self.graph.tasks_channel;
+        if writes.iter().any(|(c, _, _)| *c == channel)
+            || !self.channels.get(channel).is_available()
+        {
+            return Ok(());
+        }
+        let changed = self
+            .channels
+            .get_mut(channel)
+            .update(Vec::new())
+            .map_err(|err| err.at_key(self.name(channel)))?;
+        if changed {
+            self.versions[channel] = Some(next);
+            self.modified[channel] = epoch;
+            *bumped = true;
+        }
+        Ok(())
+    }
+
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
         self.apply(tasks, true)
     }
@@ -1514,7 +1569,18 @@ impl Loop {
         // Group writes by channel, keeping task order within a channel.
         let mut writes = std::mem::take(&mut self.write_buf);
         writes.clear();
+        let mut fresh: Vec<FreshCopy> = Vec::new();
         for task in tasks.iter_mut() {
+            for copy in task.fresh.drain(..) {
+                let count = task
+                    .writes
+                    .iter()
+                    .filter(|(c, _)| *c == copy.channel)
+                    .count();
+                if count == copy.writes {
+                    fresh.push(copy);
+                }
+            }
             for (channel, value) in task.writes.drain(..) {
                 let order = writes.len();
                 writes.push((channel, order, value));
@@ -1525,16 +1591,31 @@ impl Loop {
             }
         }
         writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
+        if bump_step {
+            self.release_sends(&writes, next, epoch, &mut bumped)?;
+        }
         let mut pending = writes.drain(..).peekable();
         while let Some((channel, _, first)) = pending.next() {
-            let changed = if pending.peek().is_some_and(|(c, _, _)| *c == channel) {
-                let mut values = vec![first];
-                while let Some((_, _, value)) = pending.next_if(|(c, _, _)| *c == channel) {
-                    values.push(value);
+            let mut rest = Vec::new();
+            while let Some((_, _, value)) = pending.next_if(|(c, _, _)| *c == channel) {
+                rest.push(value);
+            }
+            // A trigger consumed above has changed since the copy was made.
+            let reuse = fresh
+                .iter()
+                .position(|f| f.channel == channel && f.writes == rest.len() + 1)
+                .filter(|_| self.modified[channel] != epoch);
+            let changed = match reuse {
+                Some(i) => {
+                    let fresh = fresh.swap_remove(i);
+                    self.channels.set(channel, fresh.copy);
+                    Ok(fresh.changed)
                 }
-                self.channels.get_mut(channel).update(values)
-            } else {
-                self.channels.get_mut(channel).update_one(first)
+                None if rest.is_empty() => self.channels.get_mut(channel).update_one(first),
+                None => {
+                    rest.insert(0, first);
+                    self.channels.get_mut(channel).update(rest)
+                }
             };
             let changed = changed.map_err(|err| err.at_key(self.name(channel)))?;
             if changed {
@@ -1628,10 +1709,21 @@ impl FreshReader for Loop {
         if own.is_empty() {
             return Ok(self.channels.get(channel).get());
         }
+        let count = own.len();
         let mut copy = self.channels.get(channel).boxed_clone();
-        copy.update(own)
+        let changed = copy
+            .update(own)
             .map_err(|err| err.at_key(self.name(channel)))?;
-        Ok(copy.get())
+        let value = copy.get();
+        let mut fresh = self.fresh_reads.borrow_mut();
+        fresh.retain(|f| f.channel != channel);
+        fresh.push(FreshCopy {
+            channel,
+            writes: count,
+            changed,
+            copy,
+        });
+        Ok(value)
     }
 }
 

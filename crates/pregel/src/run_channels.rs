@@ -44,7 +44,8 @@ impl RunChannels {
             .as_mut()
     }
 
-    /// Replaces a channel (restored from a checkpoint).
+    /// Replaces a channel (restored from a checkpoint, or a fresh read the
+    /// step commits).
     pub(crate) fn set(&mut self, channel: ChannelId, restored: Box<dyn Channel>) {
         self.own[channel] = Some(restored);
     }

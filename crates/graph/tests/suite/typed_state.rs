@@ -589,3 +589,45 @@ fn views_and_updates_convert_from_the_state() {
         stategraph_graph::__private::NodeOutput::Value(_)
     ));
 }
+
+/// A conditional edge sees the node's own writes reduced in, and with
+/// `add_messages` that includes the id it gives a message that has none:
+/// the id the edge sees is the id the step commits (as in LangGraph, where
+/// the reducer sets the id on the very message object the step keeps).
+#[tokio::test]
+async fn an_edge_sees_the_message_ids_the_step_commits() {
+    use stategraph_graph::{MessagesState, MessagesStateUpdate, MessagesStateView};
+    use stategraph_llm::Message;
+
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut graph = StateGraph::typed::<MessagesState>();
+    graph
+        .add_node("speak", |_state: MessagesStateView| async move {
+            Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![Message::ai("hi")]))
+        })
+        .unwrap();
+    graph.add_edge(START, "speak").unwrap();
+    let log = seen.clone();
+    graph
+        .add_conditional_edges(
+            "speak",
+            move |state: &MessagesStateView| {
+                let id = state.messages.last().and_then(|m| m.id()).unwrap_or_default();
+                log.lock().unwrap().push(id.to_owned());
+                END
+            },
+            None,
+        )
+        .unwrap();
+    let out = graph
+        .compile()
+        .unwrap()
+        .invoke(json!({"messages": [["user", "yo"]]}), &RunnableConfig::default())
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap();
+    let committed = out["messages"][1]["id"].as_str().unwrap().to_owned();
+    assert!(!committed.is_empty());
+    assert_eq!(*seen.lock().unwrap(), vec![committed]);
+}
