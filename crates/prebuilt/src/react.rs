@@ -130,10 +130,17 @@ impl ReactAgent {
             "agent",
             move |state: MessagesStateView, ctx: TaskContext| {
                 let model = model.clone();
-                let mut messages: Vec<Message> = prompt.iter().cloned().collect();
-                messages.extend(state.messages.iter().cloned());
+                // Without a prompt the model reads the state's own list:
+                // no copy of the conversation per call.
+                let with_prompt: Option<Vec<Message>> = prompt.as_ref().map(|prompt| {
+                    let mut messages = Vec::with_capacity(state.messages.len() + 1);
+                    messages.push(prompt.clone());
+                    messages.extend(state.messages.iter().cloned());
+                    messages
+                });
                 async move {
-                    let answer = model.invoke(&messages, &CallOptions::default()).await?;
+                    let messages = with_prompt.as_deref().unwrap_or(&state.messages);
+                    let answer = model.invoke(messages, &CallOptions::default()).await?;
                     let answer = out_of_steps(answer, ctx.remaining_steps());
                     Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer.into()]))
                 }
@@ -164,7 +171,8 @@ fn send_each_call(state: &MessagesStateView) -> Vec<Route> {
     if last.tool_calls.is_empty() {
         return vec![Route::To(END.to_owned())];
     }
-    let messages = Value::new(state.messages.to_vec());
+    // The call carries the state it was made in: shared, not copied.
+    let messages = Value::from_arc(state.messages.clone());
     let state = Value::new(StateValues::single("messages", messages));
     last.tool_calls
         .iter()
