@@ -240,6 +240,25 @@ fn ci(root: &Path) -> Result<()> {
         example.args(["run", "--quiet", "-p", name]);
         step(example)?;
     }
+    // The main job, twice on one fresh SQLite file: the second run must
+    // continue the first one's conversation (the example checks it).
+    let conversation = std::env::temp_dir().join(format!(
+        "stategraph-quickstart-{}.sqlite",
+        std::process::id()
+    ));
+    for _ in 0..2 {
+        let mut quickstart = cargo_pg();
+        quickstart
+            .args(["run", "--quiet", "-p", "quickstart"])
+            .env("STATEGRAPH_QUICKSTART_DB", &conversation);
+        step(quickstart)?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = conversation.clone().into_os_string();
+        path.push(suffix);
+        // Absent files (no WAL left behind) are fine.
+        let _ = std::fs::remove_file(path);
+    }
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;

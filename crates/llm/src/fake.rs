@@ -40,7 +40,11 @@ pub struct RecordedCall {
 /// - [`ScriptedChatModel::from_fn`] computes each answer from the messages.
 ///
 /// Ids are deterministic: an answer without an id gets `ai-{n}` (`n` counts
-/// calls from 0) and a tool call without an id gets `call-{n}-{i}`. Every
+/// this model's calls from 0) and a tool call without an id gets
+/// `call-{n}-{i}`. A new model answering a thread an earlier process saved
+/// counts from 0 again, and `add_messages` replaces a message whose id is
+/// already in the state: give such answers ids of their own (in the script
+/// or from [`from_fn`](Self::from_fn)). Every
 /// call is recorded ([`calls`](Self::calls)) unless
 /// [`record_calls(false)`](Self::record_calls) says otherwise; bound tools do
 /// not change the answers.

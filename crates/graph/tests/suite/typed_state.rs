@@ -612,7 +612,11 @@ async fn an_edge_sees_the_message_ids_the_step_commits() {
         .add_conditional_edges(
             "speak",
             move |state: &MessagesStateView| {
-                let id = state.messages.last().and_then(|m| m.id()).unwrap_or_default();
+                let id = state
+                    .messages
+                    .last()
+                    .and_then(|m| m.id())
+                    .unwrap_or_default();
                 log.lock().unwrap().push(id.to_owned());
                 END
             },
@@ -622,7 +626,10 @@ async fn an_edge_sees_the_message_ids_the_step_commits() {
     let out = graph
         .compile()
         .unwrap()
-        .invoke(json!({"messages": [["user", "yo"]]}), &RunnableConfig::default())
+        .invoke(
+            json!({"messages": [["user", "yo"]]}),
+            &RunnableConfig::default(),
+        )
         .await
         .unwrap()
         .to_json()
