@@ -1,9 +1,19 @@
-//! Prebuilt graph parts: the tool-calling node, its router, and the ReAct agent.
+//! Prebuilt graph parts: the tool-calling node, its router, the ReAct
+//! agent, the tool-call validation node and the human-review types.
 #![doc = include_str!("../README.md")]
 
+mod interrupt;
 mod react;
+mod schema_check;
 mod tool_node;
+mod validation;
 
+pub use interrupt::{
+    ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
+};
 pub use react::{AgentVersion, NEED_MORE_STEPS, ReactAgent, create_react_agent};
 
 pub use tool_node::{ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, tools_condition};
+pub use validation::{
+    ArgIssue, ArgSchema, ErrorFormatter, TypedArgSchema, ValidationError, ValidationNode,
+};

@@ -3,6 +3,14 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+// The golden-trace helpers of stategraph-graph's suite (fixture loading, id
+// normalisation, the trace encodings), shared rather than copied.
+#[path = "../../../graph/tests/suite/support/mod.rs"]
+mod support;
+
 mod threads;
 mod trace_27_react_agent;
 mod trace_28_tool_node;
+mod trace_29_injected_args;
+mod trace_36_validation_and_hitl;
+mod validation_node;
