@@ -414,17 +414,19 @@ impl TaskIdSeed {
     }
 }
 
-/// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits).
+/// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits), with one
+/// allocation.
 fn uuid_shaped(hash: u128) -> String {
-    let hex = format!("{hash:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(36);
+    for (i, byte) in hash.to_be_bytes().into_iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            text.push('-');
+        }
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    text
 }
 
 /// What distinguishes tasks of one node in one step.
@@ -454,7 +456,7 @@ pub(crate) fn checkpoint_task_id(
     let mut bytes = Vec::with_capacity(96);
     bytes.extend_from_slice(checkpoint);
     bytes.extend_from_slice(namespace.as_bytes());
-    bytes.extend_from_slice(step.to_string().as_bytes());
+    push_decimal(&mut bytes, step);
     bytes.extend_from_slice(node.as_bytes());
     match path {
         TaskIdPath::Pull(triggers) => {
@@ -465,7 +467,7 @@ pub(crate) fn checkpoint_task_id(
         }
         TaskIdPath::Push(index) => {
             bytes.extend_from_slice(crate::names::PUSH.as_bytes());
-            bytes.extend_from_slice(index.to_string().as_bytes());
+            push_decimal(&mut bytes, index);
         }
         TaskIdPath::Call(parts) => {
             bytes.extend_from_slice(crate::names::PUSH.as_bytes());
@@ -475,6 +477,14 @@ pub(crate) fn checkpoint_task_id(
         }
     }
     uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
+}
+
+/// Appends `number` in decimal (as `to_string` writes it), without an
+/// intermediate string.
+fn push_decimal(bytes: &mut Vec<u8>, number: impl std::fmt::Display) {
+    use std::io::Write;
+    // Writing to a Vec cannot fail.
+    let _ = write!(bytes, "{number}");
 }
 
 /// What a node function can see and do besides its input: its name, the
@@ -1238,5 +1248,39 @@ impl fmt::Debug for TaskContext {
             .field("step", &self.step)
             .field("task_id", &self.task_id())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_written_like_uuids() {
+        for hash in [
+            0_u128,
+            1,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let hex = format!("{hash:032x}");
+            let expected = format!(
+                "{}-{}-{}-{}-{}",
+                &hex[..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..]
+            );
+            assert_eq!(uuid_shaped(hash), expected);
+        }
+    }
+
+    #[test]
+    fn decimals_are_written_as_to_string_writes_them() {
+        let mut bytes = Vec::new();
+        push_decimal(&mut bytes, -12_i64);
+        push_decimal(&mut bytes, 7_usize);
+        assert_eq!(bytes, b"-127");
     }
 }
