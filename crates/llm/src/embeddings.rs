@@ -72,34 +72,52 @@ impl Embeddings for SharedEmbeddings {
 /// The cosine similarity of two vectors: 1 for the same direction, 0 for
 /// orthogonal ones, and 0 when either is all zeros. Extra components of the
 /// longer vector are ignored.
+///
+/// The same as `cosine_from_parts(dot(a, b), norm(a'), norm(b'))` where `a'`
+/// and `b'` are the vectors cut to the shorter length, to the bit: a search
+/// can compute each stored vector's norm once.
 pub fn cosine_similarity(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent lanes, so the loop vectorizes; the result does not
-    // depend on the machine.
-    const LANES: usize = 8;
     let len = a.len().min(b.len());
     let (a, b) = (&a[..len], &b[..len]);
-    let (mut dot, mut norm_a, mut norm_b) = ([0.0_f32; LANES], [0.0_f32; LANES], [0.0_f32; LANES]);
+    cosine_from_parts(dot(a, b), norm(a), norm(b))
+}
+
+/// The cosine similarity from a dot product and the two norms ([`dot`],
+/// [`norm`]): 0 when either norm is 0.
+pub fn cosine_from_parts(dot: f32, norm_a: f32, norm_b: f32) -> f32 {
+    if norm_a == 0.0 || norm_b == 0.0 {
+        0.0
+    } else {
+        dot / (norm_a * norm_b)
+    }
+}
+
+/// Thirty-two independent lanes: the loop vectorizes and its additions
+/// overlap; the result does not depend on the machine.
+const LANES: usize = 32;
+
+/// The dot product of two vectors (extra components of the longer one are
+/// ignored), summed in 32 lanes.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[..len], &b[..len]);
+    let mut lanes = [0.0_f32; LANES];
     let mut chunks = a.chunks_exact(LANES).zip(b.chunks_exact(LANES));
     for (x, y) in chunks.by_ref() {
         for lane in 0..LANES {
-            dot[lane] += x[lane] * y[lane];
-            norm_a[lane] += x[lane] * x[lane];
-            norm_b[lane] += y[lane] * y[lane];
+            lanes[lane] += x[lane] * y[lane];
         }
     }
     let tail = len - len % LANES;
     for (x, y) in a[tail..].iter().zip(&b[tail..]) {
-        dot[0] += x * y;
-        norm_a[0] += x * x;
-        norm_b[0] += y * y;
+        lanes[0] += x * y;
     }
-    let (dot, norm_a, norm_b): (f32, f32, f32) =
-        (dot.iter().sum(), norm_a.iter().sum(), norm_b.iter().sum());
-    if norm_a == 0.0 || norm_b == 0.0 {
-        0.0
-    } else {
-        dot / (norm_a.sqrt() * norm_b.sqrt())
-    }
+    lanes.iter().sum()
+}
+
+/// The Euclidean norm of a vector, summed in lanes as [`dot`] sums.
+pub fn norm(a: &[f32]) -> f32 {
+    dot(a, a).sqrt()
 }
 
 #[cfg(test)]
@@ -116,5 +134,18 @@ mod tests {
         let mut b = a.clone();
         b.push(100.0);
         assert!((cosine_similarity(&a, &b) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cosine_from_precomputed_norms_is_the_same_to_the_bit() {
+        let a: Vec<f32> = (0..37)
+            .map(|i| ((i * 7919) % 101) as f32 / 13.0 - 3.0)
+            .collect();
+        let b: Vec<f32> = (0..37)
+            .map(|i| ((i * 104_729) % 89) as f32 / 7.0 - 5.0)
+            .collect();
+        let parts = cosine_from_parts(dot(&a, &b), norm(&a), norm(&b));
+        assert_eq!(parts.to_bits(), cosine_similarity(&a, &b).to_bits());
+        assert_eq!(cosine_from_parts(1.0, 0.0, 2.0), 0.0);
     }
 }

@@ -15,7 +15,9 @@ mod tool;
 pub use add::{add_messages, try_add_messages};
 pub use chunk::{AiMessageChunk, ChunkPosition, ToolCallChunk, collect_chunks};
 pub use coerce::convert_to_messages;
-pub use embeddings::{DynEmbeddings, Embeddings, SharedEmbeddings, cosine_similarity};
+pub use embeddings::{
+    DynEmbeddings, Embeddings, SharedEmbeddings, cosine_from_parts, cosine_similarity, dot, norm,
+};
 pub use error::{Error, Result};
 pub use fake::{FakeStreamingModel, HashEmbeddings, RecordedCall, ScriptedChatModel};
 pub use message::{
