@@ -4,7 +4,9 @@ use std::fmt;
 
 use serde_json::Value as Json;
 use stategraph_core::JsonMap;
-use stategraph_llm::{Embeddings, SharedEmbeddings, cosine_similarity};
+use stategraph_llm::{
+    Embeddings, SharedEmbeddings, cosine_from_parts, cosine_similarity, dot, norm,
+};
 
 use crate::path::texts_at_path;
 use crate::{IndexFields, Result, StoreError};
@@ -120,4 +122,57 @@ pub fn best_score(query: &[f32], vectors: &[Vec<f32>]) -> Option<f64> {
         .iter()
         .map(|v| f64::from(cosine_similarity(query, v)))
         .reduce(f64::max)
+}
+
+/// A stored vector with its norm, computed once when it is stored, so a
+/// search computes one dot product per vector.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct NormedVector {
+    values: Vec<f32>,
+    norm: f32,
+}
+
+impl NormedVector {
+    pub(crate) fn new(values: Vec<f32>) -> Self {
+        let norm = norm(&values);
+        Self { values, norm }
+    }
+}
+
+/// A query vector with its norm, computed once per search.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NormedQuery<'a> {
+    values: &'a [f32],
+    norm: f32,
+}
+
+impl<'a> NormedQuery<'a> {
+    pub(crate) fn new(values: &'a [f32]) -> Self {
+        Self {
+            values,
+            norm: norm(values),
+        }
+    }
+
+    /// [`best_score`] over vectors with their norms: the same scores to the
+    /// bit (norms are taken over as many components as both vectors have,
+    /// as `cosine_similarity` takes them).
+    pub(crate) fn best_score(&self, vectors: &[NormedVector]) -> Option<f64> {
+        vectors
+            .iter()
+            .map(|v| {
+                let (query_norm, v_norm) = if v.values.len() == self.values.len() {
+                    (self.norm, v.norm)
+                } else {
+                    let len = v.values.len().min(self.values.len());
+                    (norm(&self.values[..len]), norm(&v.values[..len]))
+                };
+                f64::from(cosine_from_parts(
+                    dot(self.values, &v.values),
+                    query_norm,
+                    v_norm,
+                ))
+            })
+            .reduce(f64::max)
+    }
 }

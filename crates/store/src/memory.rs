@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::index::best_score;
+use crate::index::{NormedQuery, NormedVector};
 use crate::query::{has_prefix, list_namespaces, result_order};
 use crate::{
     Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
@@ -132,7 +132,7 @@ pub struct InMemoryStore {
 #[derive(Clone, Debug)]
 struct Entry {
     item: Item,
-    vectors: Vec<Vec<f32>>,
+    vectors: Vec<NormedVector>,
     ttl_minutes: Option<f64>,
     expires_at: Option<DateTime<Utc>>,
 }
@@ -162,7 +162,7 @@ impl Default for InMemoryStore {
 /// A put ready to apply: its embeddings computed beforehand.
 struct Prepared {
     op: PutOp,
-    vectors: Vec<Vec<f32>>,
+    vectors: Vec<NormedVector>,
     ttl: Option<f64>,
 }
 
@@ -283,7 +283,11 @@ impl InMemoryStore {
             let mut spans = spans.into_iter();
             for put in puts.iter_mut().flatten() {
                 let span = spans.next().unwrap_or(0..0);
-                put.vectors = vectors.by_ref().take(span.len()).collect();
+                put.vectors = vectors
+                    .by_ref()
+                    .take(span.len())
+                    .map(NormedVector::new)
+                    .collect();
             }
         }
         Ok((puts, queries))
@@ -331,13 +335,14 @@ impl InMemoryStore {
         now: DateTime<Utc>,
     ) -> Result<Vec<SearchItem>> {
         let filter = Filter::new(&op.filter)?;
+        let query = query.map(NormedQuery::new);
         let omit = self.omit_expired();
         let mut ranked: Vec<(Option<f64>, &Entry)> = entries
             .values()
             .filter(|e| has_prefix(&e.item.namespace, &op.namespace_prefix))
             .filter(|e| !(omit && e.expired(now)))
             .filter(|e| filter.matches(&e.item.value))
-            .map(|e| (query.and_then(|q| best_score(q, &e.vectors)), e))
+            .map(|e| (query.and_then(|q| q.best_score(&e.vectors)), e))
             .collect();
         // Only the first `offset + limit` need sorting; copy only the page.
         let order = |a: &(Option<f64>, &Entry), b: &(Option<f64>, &Entry)| {
