@@ -49,8 +49,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
             rust_args.push(arg.clone());
         }
     }
-    let tunables =
-        std::env::var("GLIBC_TUNABLES").unwrap_or_else(|_| GLIBC_TUNABLES.to_owned());
+    let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_else(|_| GLIBC_TUNABLES.to_owned());
     println!("# both sides run with GLIBC_TUNABLES={tunables}");
     let output = with_allocator_setting(&mut crate::cargo())
         .args(["run", "--release", "-q", "-p", "stategraph-bench", "--"])
