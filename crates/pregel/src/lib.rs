@@ -9,20 +9,22 @@ mod rand;
 mod retry;
 mod run;
 mod run_channels;
+mod timeout;
 mod types;
 
 pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
-    FreshReader, Interrupted, NodeFn, NodeOutput, PregelNode, Reads, RunOptions, StateValues,
-    SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
+    FreshReader, Interrupted, NodeFailure, NodeFn, NodeOutput, PregelNode, Reads, RunOptions,
+    StateValues, SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{
     DEFAULT_RECURSION_LIMIT, Durability, Input, MessageEvent, NodeUpdate, PregelTask, RunStream,
     StateSnapshot, StateUpdate, StreamedMessage, UpdatePayload,
 };
+pub use timeout::{NODE_TIMEOUT_ERROR, RefreshOn, TimeoutPolicy};
 pub use types::{
     Command, CommandGraph, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names,
 };

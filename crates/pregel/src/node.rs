@@ -259,6 +259,10 @@ pub struct PregelNode {
     pub(crate) hidden: bool,
     pub(crate) metadata: stategraph_core::JsonMap,
     pub(crate) cache: Option<crate::CachePolicy>,
+    pub(crate) timeout: Option<crate::TimeoutPolicy>,
+    // The node that answers this node's failures (LangGraph's
+    // `error_handler`), by name.
+    pub(crate) error_handler: Option<Arc<str>>,
     // Whether the node runs a subgraph (shown in checkpoint events).
     pub(crate) subgraph: bool,
 }
@@ -292,8 +296,24 @@ impl PregelNode {
             hidden: false,
             metadata: stategraph_core::JsonMap::new(),
             cache: None,
+            timeout: None,
+            error_handler: None,
             subgraph: false,
         }
+    }
+
+    /// Sends the node's failures (after its retries) to the node `handler`:
+    /// it runs at once, in the same step, on the failed task's input, reads
+    /// the failure with [`TaskContext::failure`], and its output replaces
+    /// the failed node's (its updates, its `Command` routing; the failed
+    /// node's edges do not fire). A failing handler fails the run.
+    pub fn set_error_handler(&mut self, handler: Option<&str>) {
+        self.error_handler = handler.map(Arc::from);
+    }
+
+    /// Limits how long each attempt of the node may take.
+    pub fn set_timeout(&mut self, policy: Option<crate::TimeoutPolicy>) {
+        self.timeout = policy;
     }
 
     /// Marks the node as running a subgraph (checkpoint events then show
@@ -502,6 +522,21 @@ pub struct TaskContext {
     pub(crate) pad: Option<Arc<Scratchpad>>,
     // Which attempt of the task this is, from 1 (retries count up).
     pub(crate) attempt: u32,
+    // Set when the node has an idle timeout: the attempt's last progress.
+    pub(crate) progress: Option<Arc<crate::timeout::Progress>>,
+    // Set for an error handler: the failure it answers.
+    pub(crate) failure: Option<Arc<NodeFailure>>,
+}
+
+/// A node's failure, as its error handler sees it (LangGraph's
+/// `langgraph.errors.NodeError`): the node and what it failed with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct NodeFailure {
+    /// The node that failed.
+    pub node: Arc<str>,
+    /// Its error, after its retries.
+    pub error: NodeError,
 }
 
 /// The error [`TaskContext::interrupt`] returns to pause the run: return it
@@ -1166,10 +1201,30 @@ impl TaskContext {
     }
 
     /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
+    /// It counts as progress for an idle timeout ([`RefreshOn::Auto`](crate::RefreshOn::Auto)).
     pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
+        if let Some(progress) = &self.progress
+            && progress.refresh_on == crate::RefreshOn::Auto
+        {
+            progress.beat();
+        }
         let value = Value::new(value);
         for sink in self.run.sinks() {
             sink.push(StreamMode::Custom, value.clone());
+        }
+    }
+
+    /// In an error handler (see [`PregelNode::set_error_handler`]): the
+    /// failure it answers. `None` in any other node.
+    pub fn failure(&self) -> Option<&NodeFailure> {
+        self.failure.as_deref()
+    }
+
+    /// Tells the node's idle timeout that the attempt is making progress
+    /// (LangGraph's `runtime.heartbeat()`); nothing without one.
+    pub fn heartbeat(&self) {
+        if let Some(progress) = &self.progress {
+            progress.beat();
         }
     }
 

@@ -25,8 +25,8 @@ use stategraph_llm::observe::observe;
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeOutput, PersistScope, Reads, RunInfo, RunOptions, Scratchpad, Sink,
-    StateValues, TaskContext, WriteContext,
+    FreshReader, NodeFailure, NodeOutput, PersistScope, Reads, RunInfo, RunOptions, Scratchpad,
+    Sink, StateValues, TaskContext, WriteContext,
 };
 use crate::retry;
 use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names};
@@ -972,6 +972,8 @@ impl Loop {
             remaining_steps: self.stop - self.step,
             pad: task.pad.clone(),
             attempt: 1,
+            progress: None,
+            failure: None,
         }
     }
 
@@ -1054,18 +1056,24 @@ impl Loop {
                 return Ok(false);
             }
             let node = &graph.nodes[task.node];
-            let result = match &node.func {
-                Some(func) => {
-                    let name = graph.shape.node_name(task.node);
-                    let (input, ctx) = (task.input.clone(), self.task_context(task));
-                    let run = run_with_retry(func, name, input, ctx, &node.retry);
+            let (handled_by, result) = match &node.func {
+                Some(_) => {
+                    let run = run_task(
+                        graph.clone(),
+                        task.node,
+                        task.input.clone(),
+                        self.task_context(task),
+                    );
                     match self.task_observer(task) {
                         Some(observer) => observe(observer, run.boxed()).await,
                         None => run.await,
                     }
                 }
-                None => Ok(passthrough(&task.input)),
+                None => (None, Ok(passthrough(&task.input))),
             };
+            if let Some(handler) = handled_by {
+                task.node = handler;
+            }
             return self.commit(task, result, saves);
         }
         let mut interrupted = false;
@@ -1076,19 +1084,14 @@ impl Loop {
             }
             let node = &graph.nodes[task.node];
             match &node.func {
-                Some(func) => {
-                    let ctx = self.task_context(task);
-                    let input = task.input.clone();
-                    let func = func.clone();
-                    let retry = node.retry.clone();
-                    let run = async move {
-                        let name = ctx.node.clone();
-                        (
-                            index,
-                            run_with_retry(&func, &name, input, ctx, &retry).await,
-                        )
-                    }
-                    .boxed();
+                Some(_) => {
+                    let run = run_task(
+                        graph.clone(),
+                        task.node,
+                        task.input.clone(),
+                        self.task_context(task),
+                    );
+                    let run = async move { (index, run.await) }.boxed();
                     running.push(match self.task_observer(task) {
                         Some(observer) => observe(observer, run).boxed(),
                         None => run,
@@ -1100,8 +1103,12 @@ impl Loop {
                 }
             }
         }
-        while let Some((index, result)) = running.next().await {
-            interrupted |= self.commit(&mut tasks[index], result, saves)?;
+        while let Some((index, (handled_by, result))) = running.next().await {
+            let task = &mut tasks[index];
+            if let Some(handler) = handled_by {
+                task.node = handler;
+            }
+            interrupted |= self.commit(task, result, saves)?;
         }
         Ok(interrupted)
     }
@@ -1788,17 +1795,73 @@ impl Serialize for InputCommand {
 }
 
 /// Calls a node function, retrying per policy; a panic becomes a `Panic` error.
+/// Runs a task's node with its retries and timeout; when it still fails
+/// (not by an interrupt) and the node has an error handler, runs the
+/// handler on the same input and returns its id with the handler's result:
+/// the task then becomes the handler's.
+async fn run_task(
+    graph: Arc<PregelInner>,
+    node: NodeId,
+    input: Value,
+    ctx: TaskContext,
+) -> (Option<NodeId>, std::result::Result<NodeOutput, NodeError>) {
+    let spec = &graph.nodes[node];
+    let Some(func) = &spec.func else {
+        return (None, Ok(passthrough(&input)));
+    };
+    let name = graph.shape.node_name(node);
+    let handler_ctx = ctx.clone();
+    let error =
+        match run_with_retry(func, name, input.clone(), ctx, &spec.retry, spec.timeout).await {
+            Err(error) if error.interrupts().is_none() => error,
+            done => return (None, done),
+        };
+    let handler = spec
+        .error_handler
+        .as_deref()
+        .and_then(|handler| graph.shape.node_id(handler))
+        .filter(|handler| *handler != node);
+    let Some((handler, func)) = handler.and_then(|h| Some((h, graph.nodes[h].func.as_ref()?)))
+    else {
+        return (None, Err(error));
+    };
+    tracing::info!(node = &**name, "running the error handler after {error}");
+    let handler_name = graph.shape.node_name(handler);
+    let mut ctx = handler_ctx;
+    ctx.node = handler_name.clone();
+    ctx.failure = Some(Arc::new(NodeFailure {
+        node: name.clone(),
+        error,
+    }));
+    let spec = &graph.nodes[handler];
+    let result = run_with_retry(func, handler_name, input, ctx, &spec.retry, spec.timeout).await;
+    (Some(handler), result)
+}
+
 fn run_with_retry<'a>(
     func: &'a crate::NodeFn,
     name: &'a str,
     input: Value,
     ctx: TaskContext,
     policies: &'a [retry::RetryPolicy],
+    timeout: Option<crate::TimeoutPolicy>,
 ) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
     retry::with_retry(name, policies, move |attempt| {
         let mut ctx = ctx.clone();
         ctx.attempt = attempt;
-        func(input.clone(), ctx)
+        let input = input.clone();
+        async move {
+            match timeout {
+                None => func(input, ctx).await,
+                Some(policy) => {
+                    crate::timeout::attempt(name, &policy, |progress| {
+                        ctx.progress = progress;
+                        func(input, ctx)
+                    })
+                    .await
+                }
+            }
+        }
     })
 }
 
