@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use stategraph_core::FxBuild;
-use stategraph_pregel::{NodeFn, RetryPolicy};
+use stategraph_pregel::{NodeFn, RetryPolicy, TimeoutPolicy};
 
 use crate::compiled::CompiledStateGraph;
 use crate::node::{IntoNode, IntoRouter, RouterFn};
@@ -21,6 +21,13 @@ pub struct NodeSpec {
     pub(crate) destination_labels: BTreeMap<String, String>,
     pub(crate) metadata: stategraph_core::JsonMap,
     pub(crate) cache: Option<stategraph_pregel::CachePolicy>,
+    pub(crate) timeout: Option<TimeoutPolicy>,
+    // Given with `error_handler`; `add_node_spec` makes it a node.
+    pub(crate) error_handler: Option<NodeFn>,
+    /// Whether the node has its own error handler node.
+    pub(crate) handled: bool,
+    /// Set on the nodes `add_node_spec` adds for error handlers.
+    pub(crate) is_error_handler: bool,
     /// The compiled graph this node runs, when it is one (drawn expanded
     /// with `get_graph(true)`).
     pub(crate) subgraph: Option<CompiledStateGraph>,
@@ -34,7 +41,15 @@ impl NodeSpec {
             .cloned();
         Self {
             subgraph,
-            func: func.into_node_fn(),
+            ..Self::from_fn(func.into_node_fn())
+        }
+    }
+
+    /// A node running an already built function.
+    pub(crate) fn from_fn(func: NodeFn) -> Self {
+        Self {
+            subgraph: None,
+            func,
             input_keys: None,
             retry: Vec::new(),
             defer: false,
@@ -42,7 +57,36 @@ impl NodeSpec {
             destination_labels: BTreeMap::new(),
             metadata: stategraph_core::JsonMap::new(),
             cache: None,
+            timeout: None,
+            error_handler: None,
+            handled: false,
+            is_error_handler: false,
         }
+    }
+
+    /// Limits how long each attempt of the node may take (LangGraph's
+    /// `timeout=`): a [`TimeoutPolicy`], or a `Duration` for a run timeout.
+    /// A timed-out attempt is cancelled and fails with a
+    /// [`NODE_TIMEOUT_ERROR`](stategraph_pregel::NODE_TIMEOUT_ERROR), which
+    /// the default retry policy retries.
+    #[must_use]
+    pub fn timeout(mut self, policy: impl Into<TimeoutPolicy>) -> Self {
+        self.timeout = Some(policy.into());
+        self
+    }
+
+    /// Answers the node's failures with `handler` (LangGraph's
+    /// `error_handler=`): once the node's retries are spent, `handler` runs
+    /// in the same step as the node `__error_handler__{name}`, on the failed
+    /// node's input, and reads the failure with
+    /// [`TaskContext::failure`](stategraph_pregel::TaskContext::failure). Its
+    /// update and `Command` routing replace the failed node's output; the
+    /// failed node's edges do not fire. A failing handler fails the run;
+    /// interrupts are not failures and never reach it.
+    #[must_use]
+    pub fn error_handler<M>(mut self, handler: impl IntoNode<M>) -> Self {
+        self.error_handler = Some(handler.into_node_fn());
+        self
     }
 
     /// Caches the node's results under `policy`, in the cache given to
@@ -117,6 +161,68 @@ impl NodeSpec {
     }
 }
 
+/// Policies every node of a graph gets unless it sets its own (LangGraph's
+/// `set_node_defaults`); see [`StateGraph::set_node_defaults`].
+#[derive(Default)]
+#[must_use]
+pub struct NodeDefaults {
+    pub(crate) retry: Vec<RetryPolicy>,
+    pub(crate) cache: Option<stategraph_pregel::CachePolicy>,
+    pub(crate) timeout: Option<TimeoutPolicy>,
+    pub(crate) error_handler: Option<NodeFn>,
+}
+
+impl NodeDefaults {
+    /// No defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The retry policy of nodes without one (error handlers included).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = vec![policy];
+        self
+    }
+
+    /// The cache policy of nodes without one (not error handlers).
+    pub fn cache(mut self, policy: stategraph_pregel::CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
+
+    /// The timeout of nodes without one (error handlers included).
+    pub fn timeout(mut self, policy: impl Into<TimeoutPolicy>) -> Self {
+        self.timeout = Some(policy.into());
+        self
+    }
+
+    /// The error handler of nodes without one: it runs as the node
+    /// `__default_error_handler__` (see [`NodeSpec::error_handler`]).
+    pub fn error_handler<M>(mut self, handler: impl IntoNode<M>) -> Self {
+        self.error_handler = Some(handler.into_node_fn());
+        self
+    }
+}
+
+impl std::fmt::Debug for NodeDefaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeDefaults")
+            .field("retry", &self.retry)
+            .field("cache", &self.cache.is_some())
+            .field("timeout", &self.timeout)
+            .field("error_handler", &self.error_handler.is_some())
+            .finish()
+    }
+}
+
+/// The node a graph's default error handler runs as.
+pub(crate) const DEFAULT_ERROR_HANDLER: &str = "__default_error_handler__";
+
+/// The node an error handler of `node` runs as.
+pub(crate) fn error_handler_name(node: &str) -> String {
+    format!("__error_handler__{node}")
+}
+
 /// A managed value: a state key whose value the runtime computes for each
 /// task instead of storing it in a channel (LangGraph's `ManagedValue`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +284,7 @@ pub struct StateGraph {
     pub(crate) edges: BTreeSet<(String, String)>,
     pub(crate) waiting_edges: BTreeSet<(Vec<String>, String)>,
     pub(crate) branches: BTreeMap<String, Vec<(String, Branch)>>,
+    pub(crate) defaults: NodeDefaults,
 }
 
 impl StateGraph {
@@ -193,6 +300,7 @@ impl StateGraph {
             edges: BTreeSet::new(),
             waiting_edges: BTreeSet::new(),
             branches: BTreeMap::new(),
+            defaults: NodeDefaults::default(),
         }
     }
 
@@ -263,6 +371,66 @@ impl StateGraph {
         Ok(self)
     }
 
+    /// Sets policies for every node that does not set its own (LangGraph's
+    /// `set_node_defaults`), applied when the graph compiles: retry and
+    /// timeout apply to error handlers too, cache and the error handler only
+    /// to the other nodes (a handler never handles itself). Settings left
+    /// out keep what an earlier call set. Subgraphs do not inherit them.
+    ///
+    /// # Errors
+    /// A zero timeout, or a node already named `__default_error_handler__`.
+    pub fn set_node_defaults(&mut self, defaults: NodeDefaults) -> Result<&mut Self, GraphError> {
+        let NodeDefaults {
+            retry,
+            cache,
+            timeout,
+            error_handler,
+        } = defaults;
+        if let Some(problem) = timeout.as_ref().and_then(TimeoutPolicy::problem) {
+            return Err(GraphError::InvalidTimeout {
+                node: "*".to_owned(),
+                problem,
+            });
+        }
+        if let Some(handler) = error_handler {
+            match self.nodes.get(DEFAULT_ERROR_HANDLER) {
+                Some(spec) if !spec.is_error_handler => {
+                    return Err(GraphError::DuplicateErrorHandler(
+                        DEFAULT_ERROR_HANDLER.to_owned(),
+                    ));
+                }
+                Some(_) => {}
+                None => self.node_order.push(DEFAULT_ERROR_HANDLER.to_owned()),
+            }
+            let mut spec = NodeSpec::from_fn(handler);
+            spec.is_error_handler = true;
+            self.nodes.insert(DEFAULT_ERROR_HANDLER.to_owned(), spec);
+        }
+        if !retry.is_empty() {
+            self.defaults.retry = retry;
+        }
+        if cache.is_some() {
+            self.defaults.cache = cache;
+        }
+        if timeout.is_some() {
+            self.defaults.timeout = timeout;
+        }
+        Ok(self)
+    }
+
+    /// The error handler node of `name`, if any.
+    pub(crate) fn error_handler_of(&self, name: &str, spec: &NodeSpec) -> Option<String> {
+        if spec.is_error_handler {
+            None
+        } else if spec.handled {
+            Some(error_handler_name(name))
+        } else if self.nodes.contains_key(DEFAULT_ERROR_HANDLER) {
+            Some(DEFAULT_ERROR_HANDLER.to_owned())
+        } else {
+            None
+        }
+    }
+
     /// Adds a node running an async function of its input.
     ///
     /// # Errors
@@ -292,6 +460,13 @@ impl StateGraph {
         if self.nodes.contains_key(name) {
             return Err(GraphError::DuplicateNode(name.to_owned()));
         }
+        if let Some(problem) = spec.timeout.as_ref().and_then(TimeoutPolicy::problem) {
+            return Err(GraphError::InvalidTimeout {
+                node: name.to_owned(),
+                problem,
+            });
+        }
+
         if let Some(keys) = &spec.input_keys {
             // A node may read managed keys too.
             let stored = keys
@@ -299,6 +474,19 @@ impl StateGraph {
                 .filter(|key| !self.managed.iter().any(|(k, _)| k == *key));
             self.schema
                 .check_keys(&format!("node {name:?} input"), stored)?;
+        }
+        let mut spec = spec;
+        if let Some(handler) = spec.error_handler.take() {
+            let handler_name = error_handler_name(name);
+            if self.nodes.contains_key(&handler_name) {
+                return Err(GraphError::DuplicateErrorHandler(handler_name));
+            }
+            let mut handler_spec = NodeSpec::from_fn(handler);
+            handler_spec.input_keys = spec.input_keys.clone();
+            handler_spec.is_error_handler = true;
+            spec.handled = true;
+            self.nodes.insert(handler_name.clone(), handler_spec);
+            self.node_order.push(handler_name);
         }
         self.nodes.insert(name.to_owned(), spec);
         self.node_order.push(name.to_owned());

@@ -136,10 +136,22 @@ impl StateGraph {
                     control_writer(routing.clone()),
                 ],
             );
-            node.set_retry(spec.retry.clone());
+            let defaults = &self.defaults;
+            node.set_retry(if spec.retry.is_empty() {
+                defaults.retry.clone()
+            } else {
+                spec.retry.clone()
+            });
+            node.set_timeout(spec.timeout.or(defaults.timeout));
+            node.set_error_handler(self.error_handler_of(name, spec).as_deref());
             node.set_subgraph(spec.subgraph.is_some());
             node.set_metadata(spec.metadata.clone());
-            if let Some(policy) = &spec.cache {
+            let cache = match (&spec.cache, spec.is_error_handler) {
+                (Some(policy), _) => Some(policy),
+                (None, false) => defaults.cache.as_ref(),
+                (None, true) => None,
+            };
+            if let Some(policy) = cache {
                 node.set_cache_policy(policy.clone());
             }
             builder.add_node(name, node)?;

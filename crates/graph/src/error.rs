@@ -61,6 +61,18 @@ pub enum GraphError {
     /// A state key is declared twice or an input/output key is unknown.
     #[error("{0}")]
     InvalidSchema(String),
+    /// A node's timeout cannot be used.
+    #[error("node `{node}`: {problem}")]
+    InvalidTimeout {
+        /// The node (`*` for the graph's defaults).
+        node: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+
+    /// The node an error handler runs as already exists.
+    #[error("Auto-generated error handler node `{0}` already exists.")]
+    DuplicateErrorHandler(String),
     /// The feature is not built yet.
     #[error("{0} is not supported yet")]
     Unsupported(&'static str),

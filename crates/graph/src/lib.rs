@@ -12,7 +12,7 @@ mod node;
 mod schema;
 mod state;
 
-pub use builder::{NodeSpec, PathMap, StateGraph};
+pub use builder::{NodeDefaults, NodeSpec, PathMap, StateGraph};
 pub use compile::CompileOptions;
 pub use compiled::CompiledStateGraph;
 pub use draw::{
@@ -29,8 +29,9 @@ pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
     CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, MessageEvent,
-    NodeError, PregelTask, RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamChunk,
-    StreamMode, StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext,
+    NODE_TIMEOUT_ERROR, NodeError, NodeFailure, PregelTask, RefreshOn, RetryOn, RetryPolicy,
+    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamChunk, StreamMode,
+    StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext, TimeoutPolicy,
 };
 
 /// The entry pseudo-node.
