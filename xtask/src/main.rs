@@ -229,12 +229,15 @@ fn ci(root: &Path) -> Result<()> {
     // The examples check their own output: the persistence one runs the
     // same graph on SQLite, then on this cluster; the guides' examples
     // (docs/guides) pause, resume and branch threads on SQLite; the memory
-    // store one recalls memories across threads on all three stores.
+    // store one recalls memories across threads on all three stores; the
+    // seed's legal and code generation agents check their results.
     for name in [
         "persistence",
         "human_in_the_loop",
         "time_travel",
         "memory_store",
+        "legal_analysis",
+        "code_generation",
     ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);
