@@ -66,6 +66,78 @@ const PUT: &str = "WITH item AS ( \
 /// Deletes an item; its vectors go with it (`ON DELETE CASCADE`).
 const DELETE: &str = "DELETE FROM stategraph_store_items WHERE namespace = $1 AND key = $2";
 
+/// [`DELETE`] for many items.
+const DELETE_MANY: &str = "DELETE FROM stategraph_store_items i \
+    USING UNNEST($1::bytea[], $2::bytea[]) AS u(namespace, key) \
+    WHERE i.namespace = u.namespace AND i.key = u.key";
+
+/// The item part of [`PUT`] for many distinct items.
+const PUT_MANY: &str = "INSERT INTO stategraph_store_items \
+        (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at) \
+    SELECT u.namespace, u.key, u.value, $4, $4, u.ttl_minutes, u.expires_at \
+    FROM UNNEST($1::bytea[], $2::bytea[], $3::text[], $5::float8[], $6::bigint[]) \
+        AS u(namespace, key, value, ttl_minutes, expires_at) \
+    ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, \
+        updated_at = EXCLUDED.updated_at, ttl_minutes = EXCLUDED.ttl_minutes, \
+        expires_at = EXCLUDED.expires_at";
+
+/// Deletes the vectors of many items past their new counts.
+const TRIM_VECTORS: &str = "DELETE FROM stategraph_store_vectors v \
+    USING UNNEST($1::bytea[], $2::bytea[], $3::integer[]) AS u(namespace, key, count) \
+    WHERE v.namespace = u.namespace AND v.key = u.key AND v.idx >= u.count";
+
+/// Upserts the vectors of many items.
+const PUT_VECTORS: &str = "INSERT INTO stategraph_store_vectors (namespace, key, idx, embedding) \
+    SELECT * FROM UNNEST($1::bytea[], $2::bytea[], $3::integer[], $4::bytea[]) \
+    ON CONFLICT (namespace, key, idx) DO UPDATE SET embedding = EXCLUDED.embedding";
+
+/// The columns of [`PUT_MANY`].
+#[derive(Default)]
+struct ItemColumns {
+    namespaces: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    values: Vec<String>,
+    ttl_minutes: Vec<Option<f64>>,
+    expires_at: Vec<Option<i64>>,
+}
+
+impl ItemColumns {
+    fn push(&mut self, namespace: Vec<u8>, key: Vec<u8>, write: &Write) {
+        self.namespaces.push(namespace);
+        self.keys.push(key);
+        self.values.push(write.value.clone());
+        self.ttl_minutes.push(write.ttl_minutes);
+        self.expires_at.push(write.expires_at);
+    }
+}
+
+/// The columns of [`TRIM_VECTORS`] (`owners`, `counts`) and
+/// [`PUT_VECTORS`] (the others).
+#[derive(Default)]
+struct VectorColumns {
+    owners: (Vec<Vec<u8>>, Vec<Vec<u8>>),
+    counts: Vec<i32>,
+    namespaces: Vec<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
+    indexes: Vec<i32>,
+    embeddings: Vec<Vec<u8>>,
+}
+
+impl VectorColumns {
+    fn push(&mut self, namespace: &[u8], key: &[u8], vectors: &[Vec<u8>]) {
+        self.owners.0.push(namespace.to_vec());
+        self.owners.1.push(key.to_vec());
+        self.counts
+            .push(i32::try_from(vectors.len()).unwrap_or(i32::MAX));
+        for (index, embedding) in vectors.iter().enumerate() {
+            self.namespaces.push(namespace.to_vec());
+            self.keys.push(key.to_vec());
+            self.indexes.push(i32::try_from(index).unwrap_or(i32::MAX));
+            self.embeddings.push(embedding.clone());
+        }
+    }
+}
+
 const VECTORS: &str = "SELECT namespace, key, embedding FROM stategraph_store_vectors \
     WHERE (namespace, key) IN ( \
         SELECT u.namespace, u.key FROM UNNEST($1::bytea[], $2::bytea[]) AS u(namespace, key)) \
@@ -205,12 +277,86 @@ impl Batch<'_> {
                 }
             });
         }
+        self.puts(plan).await?;
+        Ok(results)
+    }
+
+    /// Applies the puts of `plan`: one statement for a single put; for
+    /// more, the deletes, the item writes and the vector writes each take
+    /// one statement, whatever the batch's size. Puts apply in order, so
+    /// only the last put of an item counts, except that a delete before it
+    /// makes it a new item (its `created_at` is now): such an item is
+    /// deleted, then written.
+    async fn puts(&mut self, plan: &Plan) -> Attempt<()> {
+        let mut last: HashMap<(&str, &str), (Option<&Write>, bool)> = HashMap::new();
+        let mut order: Vec<(&str, &str)> = Vec::new();
         for step in &plan.steps {
             if let Step::Put { joined, key, write } = step {
-                self.put(plan, joined, key, write.as_ref()).await?;
+                let address = (joined.as_str(), key.as_str());
+                let deleted_before = last.get(&address).is_some_and(|(_, deleted)| *deleted);
+                let deleted = deleted_before || write.is_none();
+                if last.insert(address, (write.as_ref(), deleted)).is_none() {
+                    order.push(address);
+                }
             }
         }
-        Ok(results)
+        if let [(joined, key)] = order[..]
+            && let Some((write, deleted)) = last.get(&(joined, key)).copied()
+            && (write.is_none() || !deleted)
+        {
+            return self.put(plan, joined, key, write).await;
+        }
+        let mut deletes = (Vec::new(), Vec::new());
+        let mut items = ItemColumns::default();
+        let mut vectors = VectorColumns::default();
+        for address in order {
+            let (joined, key) = (address.0.as_bytes().to_vec(), address.1.as_bytes().to_vec());
+            let Some((write, deleted)) = last.get(&address).copied() else {
+                continue;
+            };
+            if deleted {
+                deletes.0.push(joined.clone());
+                deletes.1.push(key.clone());
+            }
+            if let Some(write) = write {
+                vectors.push(&joined, &key, &write.vectors);
+                items.push(joined, key, write);
+            }
+        }
+        if !deletes.0.is_empty() {
+            self.query(DELETE_MANY)
+                .bind(deletes.0)
+                .bind(deletes.1)
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        if !items.namespaces.is_empty() {
+            self.query(PUT_MANY)
+                .bind(items.namespaces)
+                .bind(items.keys)
+                .bind(items.values)
+                .bind(plan.now_nanos)
+                .bind(items.ttl_minutes)
+                .bind(items.expires_at)
+                .execute(&mut *self.conn)
+                .await?;
+            self.query(TRIM_VECTORS)
+                .bind(vectors.owners.0)
+                .bind(vectors.owners.1)
+                .bind(vectors.counts)
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        if !vectors.embeddings.is_empty() {
+            self.query(PUT_VECTORS)
+                .bind(vectors.namespaces)
+                .bind(vectors.keys)
+                .bind(vectors.indexes)
+                .bind(vectors.embeddings)
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        Ok(())
     }
 
     async fn get(
