@@ -3,7 +3,9 @@
 
 use serde_json::json;
 use stategraph_checkpoint_postgres::PostgresStore;
+use stategraph_checkpoint_postgres::raw::RawStore as PgRawStore;
 use stategraph_checkpoint_sqlite::SqliteStore;
+use stategraph_checkpoint_sqlite::raw::{RawItem, RawStore};
 use stategraph_llm::HashEmbeddings;
 use stategraph_store::{InMemoryStore, IndexConfig, Op, PutOp, SearchOp, SharedStore, Store, ns};
 use tokio::runtime::Runtime;
@@ -48,6 +50,18 @@ pub(crate) fn workloads() -> Vec<Workload> {
             name: "store_sqlite_semantic_search_10k",
             setup: semantic_search_10k::<Sqlite>,
         },
+        Workload {
+            name: "store_sqlite_put_1000_raw",
+            setup: raw_sqlite_put_1000,
+        },
+        Workload {
+            name: "store_sqlite_get_1000_raw",
+            setup: raw_sqlite_get_1000,
+        },
+        Workload {
+            name: "store_sqlite_search_filter_1000_raw",
+            setup: raw_sqlite_search_filter_1000,
+        },
     ];
     if std::env::var_os(POSTGRES_URL).is_some() {
         all.extend([
@@ -66,6 +80,18 @@ pub(crate) fn workloads() -> Vec<Workload> {
             Workload {
                 name: "store_postgres_semantic_search_10k",
                 setup: semantic_search_10k::<Postgres>,
+            },
+            Workload {
+                name: "store_postgres_put_1000_raw",
+                setup: raw_postgres_put_1000,
+            },
+            Workload {
+                name: "store_postgres_get_1000_raw",
+                setup: raw_postgres_get_1000,
+            },
+            Workload {
+                name: "store_postgres_search_filter_1000_raw",
+                setup: raw_postgres_search_filter_1000,
             },
         ]);
     }
@@ -218,16 +244,176 @@ fn key(i: usize) -> String {
     format!("memory-{i}")
 }
 
+/// The items [`put_items`] writes, as rows: joined namespace, key, JSON.
+fn raw_items(root: &str, n: usize) -> Vec<RawItem> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("{root}.{}", user(i)),
+                key(i),
+                item_value(i).to_string(),
+            )
+        })
+        .collect()
+}
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn raw_sqlite() -> RawStore {
+    let path = std::env::temp_dir().join(format!(
+        "stategraph-bench-raw-store-{}-{}.db",
+        std::process::id(),
+        stategraph_core::random_u64()
+    ));
+    RawStore::open(&path).unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()))
+}
+
+/// [`put_items`] with plain rusqlite: ten transactions of 100 upserts.
+fn raw_put(store: &mut RawStore, root: &str, n: usize) {
+    for batch in raw_items(root, n).chunks(100) {
+        store
+            .put_many(batch, now_nanos())
+            .unwrap_or_else(|err| panic!("the raw store refused a put: {err}"));
+    }
+}
+
+fn raw_sqlite_put_1000() -> Runner {
+    let mut store = raw_sqlite();
+    Box::new(move || {
+        raw_put(&mut store, &root(), ITEMS);
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"items": ITEMS}),
+        }
+    })
+}
+
+fn raw_sqlite_get_1000() -> Runner {
+    let mut store = raw_sqlite();
+    let root = root();
+    raw_put(&mut store, &root, ITEMS);
+    Box::new(move || {
+        let found = (0..ITEMS)
+            .filter(|i| {
+                matches!(
+                    store.get(&format!("{root}.{}", user(*i)), &key(*i)),
+                    Ok(Some(_))
+                )
+            })
+            .count();
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"found": found}),
+        }
+    })
+}
+
+fn raw_sqlite_search_filter_1000() -> Runner {
+    let mut store = raw_sqlite();
+    let root = root();
+    raw_put(&mut store, &root, ITEMS);
+    Box::new(move || {
+        let found = store
+            .search_eq_gte(&root, ("kind", "note"), ("rating", 5.0), 10)
+            .map_or(0, |r| r.len());
+        Outcome {
+            chunks: 1,
+            check: json!({"results": found}),
+        }
+    })
+}
+
+/// A plain-sqlx store on the pool of a `PostgresStore` (whose setup made
+/// the tables).
+fn raw_postgres(runtime: &Runtime) -> PgRawStore {
+    let url = std::env::var(POSTGRES_URL).unwrap_or_default();
+    let store = runtime.block_on(async {
+        let store = PostgresStore::connect(&url).await?;
+        store.setup().await?;
+        Ok::<_, stategraph_store::StoreError>(store)
+    });
+    let store = store.unwrap_or_else(|err| panic!("cannot open the PostgreSQL store: {err}"));
+    PgRawStore::new(store.pool().clone())
+}
+
+/// [`put_items`] with plain sqlx: ten multi-row upserts of 100 items.
+async fn raw_postgres_put(store: &PgRawStore, root: &str, n: usize) {
+    for batch in raw_items(root, n).chunks(100) {
+        store
+            .put_many(batch, now_nanos())
+            .await
+            .unwrap_or_else(|err| panic!("the raw store refused a put: {err}"));
+    }
+}
+
+fn raw_postgres_put_1000() -> Runner {
+    let runtime = runtime();
+    let store = raw_postgres(&runtime);
+    Box::new(move || {
+        runtime.block_on(raw_postgres_put(&store, &root(), ITEMS));
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"items": ITEMS}),
+        }
+    })
+}
+
+fn raw_postgres_get_1000() -> Runner {
+    let runtime = runtime();
+    let store = raw_postgres(&runtime);
+    let root = root();
+    runtime.block_on(raw_postgres_put(&store, &root, ITEMS));
+    Box::new(move || {
+        let found = runtime.block_on(async {
+            let mut found = 0;
+            for i in 0..ITEMS {
+                let item = store.get(&format!("{root}.{}", user(i)), &key(i)).await;
+                found += usize::from(matches!(item, Ok(Some(_))));
+            }
+            found
+        });
+        Outcome {
+            chunks: ITEMS,
+            check: json!({"found": found}),
+        }
+    })
+}
+
+fn raw_postgres_search_filter_1000() -> Runner {
+    let runtime = runtime();
+    let store = raw_postgres(&runtime);
+    let root = root();
+    runtime.block_on(raw_postgres_put(&store, &root, ITEMS));
+    Box::new(move || {
+        let found = runtime
+            .block_on(store.search_eq_gte(&root, ("kind", "note"), ("rating", 5.0), 10))
+            .map_or(0, |r| r.len());
+        Outcome {
+            chunks: 1,
+            check: json!({"results": found}),
+        }
+    })
+}
+
+/// The value of item `i`.
+fn item_value(i: usize) -> serde_json::Value {
+    json!({
+        "text": format!("note {i} about topic {} and gardens of user {}", i % 97, i % 50),
+        "rating": i % 10,
+        "kind": if i.is_multiple_of(3) { "task" } else { "note" },
+    })
+}
+
 /// Puts `n` items across 50 users' namespaces under `root` in batches of
 /// 100.
 async fn put_items(store: &SharedStore, root: &str, n: usize) {
     let ops: Vec<Op> = (0..n)
         .map(|i| {
-            let value = json!({
-                "text": format!("note {i} about topic {} and gardens of user {}", i % 97, i % 50),
-                "rating": i % 10,
-                "kind": if i % 3 == 0 { "task" } else { "note" },
-            });
+            let value = item_value(i);
             Op::Put(PutOp::put(
                 ns([root, &user(i)]),
                 key(i),

@@ -276,3 +276,116 @@ pub struct RawTuple {
     /// (task id, channel, value) of the pending writes.
     pub writes: Vec<(String, String, serde_json::Value)>,
 }
+
+/// The baseline of the `store_postgres_*` benchmarks: the item rows
+/// `PostgresStore` writes, with plain sqlx (cached prepared statements, no
+/// retry, no plan, no TTL or vector handling), and the reads done the
+/// obvious way: a lookup by key, and a filtered search in SQL.
+#[derive(Debug, Clone)]
+pub struct RawStore {
+    pool: PgPool,
+}
+
+impl RawStore {
+    /// A store on `pool` (whose schema `PostgresStore::setup` created).
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Upserts `items` (joined namespace, key, JSON text) in one multi-row
+    /// statement (created_at kept on conflict).
+    ///
+    /// # Errors
+    /// A backend error when the server fails.
+    pub async fn put_many(&self, items: &[(String, String, String)], now_nanos: i64) -> Result<()> {
+        let (mut namespaces, mut keys, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        for (namespace, key, value) in items {
+            namespaces.push(namespace.as_bytes());
+            keys.push(key.as_bytes());
+            values.push(value.as_str());
+        }
+        sqlx::query(
+            "INSERT INTO stategraph_store_items \
+                 (namespace, key, value, created_at, updated_at) \
+             SELECT u.namespace, u.key, u.value, $4, $4 \
+             FROM UNNEST($1::bytea[], $2::bytea[], $3::text[]) AS u(namespace, key, value) \
+             ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value, \
+                 updated_at = EXCLUDED.updated_at",
+        )
+        .bind(namespaces)
+        .bind(keys)
+        .bind(values)
+        .bind(now_nanos)
+        .execute(&self.pool)
+        .await
+        .map_err(|err| backend("bench", None, err))?;
+        Ok(())
+    }
+
+    /// The value of one item, parsed.
+    ///
+    /// # Errors
+    /// A backend error when the server fails or the value is not JSON.
+    pub async fn get(&self, namespace: &str, key: &str) -> Result<Option<serde_json::Value>> {
+        let row = sqlx::query(
+            "SELECT value FROM stategraph_store_items WHERE namespace = $1 AND key = $2",
+        )
+        .bind(namespace.as_bytes())
+        .bind(key.as_bytes())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|err| backend("bench", None, err))?;
+        row.map(|row| {
+            let text: String = row.try_get(0).map_err(|err| backend("bench", None, err))?;
+            parse_json(&text)
+        })
+        .transpose()
+    }
+
+    /// The first `limit` items under `prefix` (in namespace, key order)
+    /// whose value has `field` equal to `text` and `number_field` at least
+    /// `min`, parsed.
+    ///
+    /// # Errors
+    /// A backend error when the server fails or a value is not JSON.
+    pub async fn search_eq_gte(
+        &self,
+        prefix: &str,
+        (field, text): (&str, &str),
+        (number_field, min): (&str, f64),
+        limit: i64,
+    ) -> Result<Vec<serde_json::Value>> {
+        let (low, high) = (format!("{prefix}."), format!("{prefix}/"));
+        let rows = sqlx::query(
+            "SELECT value FROM stategraph_store_items \
+             WHERE (namespace = $1 OR (namespace >= $2 AND namespace < $3)) \
+             AND value::jsonb ->> $4 = $5 AND (value::jsonb ->> $6)::float8 >= $7 \
+             ORDER BY namespace, key LIMIT $8",
+        )
+        .bind(prefix.as_bytes())
+        .bind(low.as_bytes())
+        .bind(high.as_bytes())
+        .bind(field)
+        .bind(text)
+        .bind(number_field)
+        .bind(min)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|err| backend("bench", None, err))?;
+        rows.iter()
+            .map(|row| {
+                let text: String = row.try_get(0).map_err(|err| backend("bench", None, err))?;
+                parse_json(&text)
+            })
+            .collect()
+    }
+}
+
+/// A stored JSON text, parsed.
+fn parse_json(text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|err| Error::InvalidInput {
+        operation: "bench",
+        message: format!("stored JSON does not parse: {err}"),
+    })
+}

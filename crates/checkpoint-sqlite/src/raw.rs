@@ -234,3 +234,116 @@ pub struct RawTuple {
     /// (task id, channel, value) of the pending writes.
     pub writes: Vec<(String, String, serde_json::Value)>,
 }
+
+/// The baseline of the `store_sqlite_*` benchmarks: the rows `SqliteStore`
+/// writes, with plain rusqlite on the calling thread (no async hop, no
+/// plan, no TTL or vector handling), and the reads done the obvious way:
+/// a lookup by key, and a filtered search in SQL with `json_extract`.
+#[derive(Debug)]
+pub struct RawStore {
+    conn: Connection,
+}
+
+/// An item as [`RawStore`] writes it: the joined namespace, the key and the
+/// value as JSON text.
+pub type RawItem = (String, String, String);
+
+impl RawStore {
+    /// Opens a database file with the store's settings and schema.
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails.
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self {
+            conn: RawWriter::open(path)?.conn,
+        })
+    }
+
+    /// Upserts `items` in one transaction (created_at kept on conflict).
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails.
+    pub fn put_many(&mut self, items: &[RawItem], now_nanos: i64) -> Result<()> {
+        let fail = |err| sqlite_in("store put")(err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&fail)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO store_items (namespace, key, value, created_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (namespace, key) DO UPDATE SET \
+                     value = excluded.value, updated_at = excluded.updated_at",
+                )
+                .map_err(&fail)?;
+            for (namespace, key, value) in items {
+                insert
+                    .execute(params![namespace, key, value, now_nanos])
+                    .map_err(&fail)?;
+            }
+        }
+        tx.commit().map_err(&fail)
+    }
+
+    /// The value of one item, parsed.
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails or the value is not JSON.
+    pub fn get(&self, namespace: &str, key: &str) -> Result<Option<serde_json::Value>> {
+        let fail = |err| sqlite_in("store get")(err);
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value FROM store_items WHERE namespace = ?1 AND key = ?2")
+            .map_err(&fail)?
+            .query_row(params![namespace, key], |row| row.get(0))
+            .optional()
+            .map_err(&fail)?;
+        text.map(|text| parse_json("store get", &text)).transpose()
+    }
+
+    /// The first `limit` items under `prefix` (in namespace, key order)
+    /// whose value has `field` equal to `text` and `number_field` at least
+    /// `min`, parsed.
+    ///
+    /// # Errors
+    /// A backend error when SQLite fails or a value is not JSON.
+    pub fn search_eq_gte(
+        &self,
+        prefix: &str,
+        (field, text): (&str, &str),
+        (number_field, min): (&str, f64),
+        limit: i64,
+    ) -> Result<Vec<serde_json::Value>> {
+        let fail = |err| sqlite_in("store search")(err);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT value FROM store_items \
+                 WHERE (namespace = ?1 OR (namespace >= ?1 || '.' AND namespace < ?1 || '/')) \
+                 AND json_extract(value, '$.' || ?2) = ?3 \
+                 AND json_extract(value, '$.' || ?4) >= ?5 \
+                 ORDER BY namespace, key LIMIT ?6",
+            )
+            .map_err(&fail)?;
+        let rows = stmt
+            .query_map(
+                params![prefix, field, text, number_field, min, limit],
+                |row| row.get::<_, String>(0),
+            )
+            .map_err(&fail)?;
+        let mut found = Vec::new();
+        for text in rows {
+            found.push(parse_json("store search", &text.map_err(&fail)?)?);
+        }
+        Ok(found)
+    }
+}
+
+/// A stored JSON text, parsed.
+fn parse_json(operation: &'static str, text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|err| stategraph_checkpoint::Error::InvalidInput {
+        operation,
+        message: format!("stored JSON does not parse: {err}"),
+    })
+}
