@@ -1057,13 +1057,22 @@ impl Loop {
             }
             let node = &graph.nodes[task.node];
             let (handled_by, result) = match &node.func {
-                Some(_) => {
-                    let run = run_task(
-                        graph.clone(),
-                        task.node,
-                        task.input.clone(),
-                        self.task_context(task),
-                    );
+                Some(func) => {
+                    let (input, ctx) = (task.input.clone(), self.task_context(task));
+                    // Most nodes have no error handler: run them without
+                    // the handler's bookkeeping.
+                    let run = match node.error_handler {
+                        None => {
+                            let name = graph.shape.node_name(task.node);
+                            futures::future::Either::Left(
+                                run_with_retry(func, name, input, ctx, &node.retry, node.timeout)
+                                    .map(|result| (None, result)),
+                            )
+                        }
+                        Some(_) => {
+                            futures::future::Either::Right(run_task(&graph, task.node, input, ctx))
+                        }
+                    };
                     match self.task_observer(task) {
                         Some(observer) => observe(observer, run.boxed()).await,
                         None => run.await,
@@ -1085,13 +1094,10 @@ impl Loop {
             let node = &graph.nodes[task.node];
             match &node.func {
                 Some(_) => {
-                    let run = run_task(
-                        graph.clone(),
-                        task.node,
-                        task.input.clone(),
-                        self.task_context(task),
-                    );
-                    let run = async move { (index, run.await) }.boxed();
+                    let (graph, node) = (graph.clone(), task.node);
+                    let (input, ctx) = (task.input.clone(), self.task_context(task));
+                    let run =
+                        async move { (index, run_task(&graph, node, input, ctx).await) }.boxed();
                     running.push(match self.task_observer(task) {
                         Some(observer) => observe(observer, run).boxed(),
                         None => run,
@@ -1800,7 +1806,7 @@ impl Serialize for InputCommand {
 /// handler on the same input and returns its id with the handler's result:
 /// the task then becomes the handler's.
 async fn run_task(
-    graph: Arc<PregelInner>,
+    graph: &PregelInner,
     node: NodeId,
     input: Value,
     ctx: TaskContext,
@@ -1810,19 +1816,25 @@ async fn run_task(
         return (None, Ok(passthrough(&input)));
     };
     let name = graph.shape.node_name(node);
+    let Some(handler) = spec
+        .error_handler
+        .as_deref()
+        .and_then(|handler| graph.shape.node_id(handler))
+        .filter(|handler| *handler != node)
+    else {
+        return (
+            None,
+            run_with_retry(func, name, input, ctx, &spec.retry, spec.timeout).await,
+        );
+    };
     let handler_ctx = ctx.clone();
     let error =
         match run_with_retry(func, name, input.clone(), ctx, &spec.retry, spec.timeout).await {
             Err(error) if error.interrupts().is_none() => error,
             done => return (None, done),
         };
-    let handler = spec
-        .error_handler
-        .as_deref()
-        .and_then(|handler| graph.shape.node_id(handler))
-        .filter(|handler| *handler != node);
-    let Some((handler, func)) = handler.and_then(|h| Some((h, graph.nodes[h].func.as_ref()?)))
-    else {
+    let handler_spec = &graph.nodes[handler];
+    let Some(func) = &handler_spec.func else {
         return (None, Err(error));
     };
     tracing::info!(node = &**name, "running the error handler after {error}");
@@ -1833,8 +1845,15 @@ async fn run_task(
         node: name.clone(),
         error,
     }));
-    let spec = &graph.nodes[handler];
-    let result = run_with_retry(func, handler_name, input, ctx, &spec.retry, spec.timeout).await;
+    let result = run_with_retry(
+        func,
+        handler_name,
+        input,
+        ctx,
+        &handler_spec.retry,
+        handler_spec.timeout,
+    )
+    .await;
     (Some(handler), result)
 }
 
@@ -1846,23 +1865,26 @@ fn run_with_retry<'a>(
     policies: &'a [retry::RetryPolicy],
     timeout: Option<crate::TimeoutPolicy>,
 ) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
-    retry::with_retry(name, policies, move |attempt| {
+    use futures::future::Either;
+    let Some(policy) = timeout else {
+        return Either::Left(retry::with_retry(name, policies, move |attempt| {
+            let mut ctx = ctx.clone();
+            ctx.attempt = attempt;
+            func(input.clone(), ctx)
+        }));
+    };
+    Either::Right(retry::with_retry(name, policies, move |attempt| {
         let mut ctx = ctx.clone();
         ctx.attempt = attempt;
         let input = input.clone();
         async move {
-            match timeout {
-                None => func(input, ctx).await,
-                Some(policy) => {
-                    crate::timeout::attempt(name, &policy, |progress| {
-                        ctx.progress = progress;
-                        func(input, ctx)
-                    })
-                    .await
-                }
-            }
+            crate::timeout::attempt(name, &policy, |progress| {
+                ctx.progress = progress;
+                func(input, ctx)
+            })
+            .await
         }
-    })
+    }))
 }
 
 /// A `tasks` chunk for a task about to run.
