@@ -28,6 +28,8 @@ pub struct NodeSpec {
     pub(crate) handled: bool,
     /// Set on the nodes `add_node_spec` adds for error handlers.
     pub(crate) is_error_handler: bool,
+    /// What drawings add under the node's name ([`IntoNode::drawing_metadata`]).
+    pub(crate) drawn: stategraph_core::JsonMap,
     /// The compiled graph this node runs, when it is one (drawn expanded
     /// with `get_graph(true)`).
     pub(crate) subgraph: Option<CompiledStateGraph>,
@@ -39,8 +41,10 @@ impl NodeSpec {
         let subgraph = (&func as &dyn std::any::Any)
             .downcast_ref::<CompiledStateGraph>()
             .cloned();
+        let drawn = func.drawing_metadata();
         Self {
             subgraph,
+            drawn,
             ..Self::from_fn(func.into_node_fn())
         }
     }
@@ -61,6 +65,7 @@ impl NodeSpec {
             error_handler: None,
             handled: false,
             is_error_handler: false,
+            drawn: stategraph_core::JsonMap::new(),
         }
     }
 

@@ -224,7 +224,13 @@ impl StateGraph {
             .input(START)
             .output(IoSpec::Many(output_keys))
             .stream_channels(IoSpec::Many(state_keys));
-        Ok(CompiledStateGraph::new(builder.build()?, self))
+        let structure = crate::draw::GraphStructure::from_builder(self)
+            .with_interrupts(&options.interrupt_before, &options.interrupt_after);
+        Ok(CompiledStateGraph::with_structure(
+            builder.build()?,
+            self,
+            structure,
+        ))
     }
 }
 

@@ -33,6 +33,15 @@ impl fmt::Debug for CompiledStateGraph {
 
 impl CompiledStateGraph {
     pub(crate) fn new(pregel: Pregel, graph: &StateGraph) -> Self {
+        Self::with_structure(pregel, graph, GraphStructure::from_builder(graph))
+    }
+
+    /// [`CompiledStateGraph::new`] with the drawing structure given.
+    pub(crate) fn with_structure(
+        pregel: Pregel,
+        graph: &StateGraph,
+        structure: GraphStructure,
+    ) -> Self {
         let subgraphs: Vec<(String, CompiledStateGraph)> = graph
             .node_order
             .iter()
@@ -43,7 +52,7 @@ impl CompiledStateGraph {
             .collect();
         Self {
             pregel,
-            structure: Arc::new(GraphStructure::from_builder(graph)),
+            structure: Arc::new(structure),
             subgraphs: subgraphs.into(),
         }
     }

@@ -35,6 +35,9 @@ pub(crate) struct GraphStructure {
     /// Per source node, its branches in the order they were added; each is
     /// its path map (key, destination) when it has one.
     branches: BTreeMap<String, Vec<Option<PathMapPairs>>>,
+    /// The compiled graph's static breakpoints (`*`: every node).
+    interrupt_before: Vec<String>,
+    interrupt_after: Vec<String>,
 }
 
 /// A path map as (key, destination) pairs.
@@ -43,6 +46,8 @@ type PathMapPairs = Vec<(String, String)>;
 struct NodeInfo {
     name: String,
     metadata: JsonMap,
+    /// What drawing adds last (`__tools`).
+    drawn: JsonMap,
     defer: bool,
     /// `Command` destinations, with their labels.
     destinations: Vec<(String, Option<String>)>,
@@ -59,6 +64,7 @@ impl GraphStructure {
             .map(|(name, spec)| NodeInfo {
                 name: name.clone(),
                 metadata: spec.metadata.clone(),
+                drawn: spec.drawn.clone(),
                 defer: spec.defer,
                 destinations: spec
                     .destinations
@@ -89,6 +95,26 @@ impl GraphStructure {
             edges: graph.edges.iter().cloned().collect(),
             waiting_edges: graph.waiting_edges.iter().cloned().collect(),
             branches,
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
+        }
+    }
+
+    /// Draws these static breakpoints as `__interrupt` metadata.
+    pub(crate) fn with_interrupts(mut self, before: &[String], after: &[String]) -> Self {
+        self.interrupt_before = before.to_vec();
+        self.interrupt_after = after.to_vec();
+        self
+    }
+
+    /// LangGraph's `__interrupt` value for `node`, if it is a breakpoint.
+    fn interrupt_of(&self, node: &str) -> Option<&'static str> {
+        let hit = |names: &[String]| names.iter().any(|n| n == node || n == "*");
+        match (hit(&self.interrupt_before), hit(&self.interrupt_after)) {
+            (true, true) => Some("before,after"),
+            (true, false) => Some("before"),
+            (false, true) => Some("after"),
+            (false, false) => None,
         }
     }
 
@@ -107,6 +133,10 @@ impl GraphStructure {
             if node.defer {
                 metadata.insert("defer".to_owned(), serde_json::Value::Bool(true));
             }
+            if let Some(when) = self.interrupt_of(&node.name) {
+                metadata.insert("__interrupt".to_owned(), when.into());
+            }
+            metadata.extend(node.drawn.iter().map(|(k, v)| (k.clone(), v.clone())));
             graph.nodes.push(GraphNode {
                 id: node.name.clone(),
                 name: node.name.clone(),
@@ -1279,12 +1309,16 @@ impl<'a> MermaidWriter<'a> {
                 name.to_owned()
             };
         // The node's own keys, then the ones drawing adds (LangGraph's order).
-        let added = |key: &str| key == "defer" || key == "__interrupt";
+        const ADDED: [&str; 3] = ["defer", "__interrupt", "__tools"];
         let lines: Vec<String> = node
             .metadata
             .iter()
-            .filter(|(key, _)| !added(key))
-            .chain(node.metadata.iter().filter(|(key, _)| added(key)))
+            .filter(|(key, _)| !ADDED.contains(&key.as_str()))
+            .chain(
+                ADDED
+                    .iter()
+                    .filter_map(|key| node.metadata.get_key_value(*key)),
+            )
             .filter_map(|(key, value)| {
                 metadata_value(value).map(|v| escape_label(&format!("{key} = {v}")))
             })

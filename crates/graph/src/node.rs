@@ -100,6 +100,12 @@ pub struct WithContext;
 pub trait IntoNode<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the function for the runtime.
     fn into_node_fn(self) -> NodeFn;
+
+    /// What drawings show under the node's name besides its metadata (a
+    /// tool node lists its tools as `__tools`, as LangGraph draws it).
+    fn drawing_metadata(&self) -> stategraph_core::JsonMap {
+        stategraph_core::JsonMap::new()
+    }
 }
 
 impl<F, I, Fut, O, E> IntoNode<(InputOnly, I, O, E)> for F

@@ -238,6 +238,21 @@ impl IntoNode<ToolNode> for ToolNode {
             Box::pin(async move { node.run(input, ctx).await })
         })
     }
+
+    /// `__tools`: the tool names, drawn under the node as LangGraph draws
+    /// a tool node.
+    fn drawing_metadata(&self) -> stategraph_core::JsonMap {
+        let names: Vec<serde_json::Value> = self
+            .tools
+            .iter()
+            .map(|tool| tool.dyn_name().into())
+            .collect();
+        let mut metadata = stategraph_core::JsonMap::new();
+        if !names.is_empty() {
+            metadata.insert("__tools".to_owned(), names.into());
+        }
+        metadata
+    }
 }
 
 /// One tool call and the state it was made in: the argument of the `Send`

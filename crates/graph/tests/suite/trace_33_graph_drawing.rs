@@ -191,3 +191,34 @@ fn trace_33_to_json_matches_langgraph() {
     });
     assert_eq!(app().get_graph(false).to_json(), expected);
 }
+
+/// Static breakpoints are drawn as `__interrupt` after `defer`, as
+/// LangGraph 1.2.22 draws them (recorded with the same graph in Python).
+#[test]
+fn breakpoints_are_drawn_as_langgraph_draws_them() {
+    use stategraph_graph::{CompileOptions, NodeSpec};
+    let mut g = StateGraph::new(Schema::new().append("x"));
+    let noop = |_s: Json| std::future::ready(Ok::<_, NodeError>(json!({})));
+    g.add_node("a", noop).unwrap();
+    g.add_node_spec("b", NodeSpec::new(noop).defer()).unwrap();
+    g.add_edge(START, "a").unwrap();
+    g.add_edge("a", "b").unwrap();
+    g.add_edge("b", END).unwrap();
+    let app = g
+        .compile_with(
+            CompileOptions::new()
+                .interrupt_before(["a"])
+                .interrupt_after(["a", "b"]),
+        )
+        .unwrap();
+    let expected = "---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n\
+        \t__start__([<p>__start__</p>]):::first\n\
+        \ta(a<hr/><small><em>__interrupt = before,after</em></small>)\n\
+        \tb(b<hr/><small><em>defer = True\n__interrupt = after</em></small>)\n\
+        \t__end__([<p>__end__</p>]):::last\n\
+        \t__start__ --> a;\n\ta --> b;\n\tb --> __end__;\n\
+        \tclassDef default fill:#f2f0ff,line-height:1.2\n\
+        \tclassDef first fill-opacity:0\n\
+        \tclassDef last fill:#bfb6fc\n";
+    assert_eq!(app.get_graph(false).draw_mermaid(), expected);
+}

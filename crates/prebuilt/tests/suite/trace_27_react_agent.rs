@@ -8,8 +8,7 @@
 //! Both versions are ported: `v1` (one tools task) and `v2` (one `Send` per
 //! call, the default), and `interrupt_before: ["tools"]` with a
 //! checkpointer (two pending tool tasks, resumed with no input).
-//!
-//! Not ported yet: the Mermaid drawing's tool list under the tools node.
+//! The Mermaid drawing is compared too (the tools node lists its tools).
 
 use std::sync::{Arc, Mutex};
 
@@ -194,6 +193,11 @@ async fn trace_27_v1_and_v2_agent_loops() {
             .collect();
         nodes.sort();
         assert_eq!(json!(nodes), expected["nodes"], "{key}");
+        assert_eq!(
+            json!(agent.get_graph(false).draw_mermaid()),
+            expected["mermaid"],
+            "{key}"
+        );
     }
 }
 
