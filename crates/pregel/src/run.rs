@@ -1523,17 +1523,23 @@ impl Loop {
         {
             return Ok(());
         }
-        let changed = self
-            .channels
-            .get_mut(channel)
-            .update(Vec::new())
-            .map_err(|err| err.at_key(self.name(channel)))?;
-        if changed {
+        if self.hear_new_step(channel)? {
             self.versions[channel] = Some(next);
             self.modified[channel] = epoch;
             *bumped = true;
         }
         Ok(())
+    }
+
+    /// Tells a channel no write came this step (ephemeral values and
+    /// `Send` topics clear themselves); whether it changed.
+    fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
+        let changed = self
+            .channels
+            .get_mut(channel)
+            .update(Vec::new())
+            .map_err(|err| err.at_key(self.name(channel)))?;
+        Ok(changed)
     }
 
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
@@ -1654,12 +1660,7 @@ impl Loop {
                 if self.mark[channel] == epoch || !self.channels.get(channel).is_available() {
                     continue;
                 }
-                let changed = self
-                    .channels
-                    .get_mut(channel)
-                    .update(Vec::new())
-                    .map_err(|err| err.at_key(self.name(channel)))?;
-                if changed {
+                if self.hear_new_step(channel)? {
                     self.versions[channel] = Some(next);
                     self.modified[channel] = epoch;
                     bumped = true;
