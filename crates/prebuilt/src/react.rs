@@ -11,7 +11,7 @@ use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, SharedChatModel, SharedTool, SystemMessage,
 };
 
-use crate::{ToolCallWithContext, ToolNode, tools_condition};
+use crate::{HistoryRepair, ToolCallWithContext, ToolNode, repair_history, tools_condition};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
@@ -57,6 +57,7 @@ pub fn create_react_agent(
         compile: CompileOptions::new(),
         tool_node: None,
         version: AgentVersion::default(),
+        history_repair: HistoryRepair::default(),
     }
 }
 
@@ -82,6 +83,7 @@ pub struct ReactAgent {
     compile: CompileOptions,
     tool_node: Option<ToolNode>,
     version: AgentVersion,
+    history_repair: HistoryRepair,
 }
 
 impl ReactAgent {
@@ -112,6 +114,19 @@ impl ReactAgent {
         self
     }
 
+    /// What the agent does before a model call when a tool call of the
+    /// conversation has no result (a tool failed without error handling,
+    /// the process stopped mid-call, a person rejected a call, a new
+    /// message came in first). By default
+    /// ([`HistoryRepair::SynthesizeError`]) the model is sent an error
+    /// result for it, so every request is valid; [`HistoryRepair::Error`]
+    /// fails the call with LangGraph's `INVALID_CHAT_HISTORY` error. The
+    /// stored conversation is never changed.
+    pub fn history_repair(mut self, policy: HistoryRepair) -> Self {
+        self.history_repair = policy;
+        self
+    }
+
     /// Compiles the agent graph.
     ///
     /// # Errors
@@ -124,22 +139,27 @@ impl ReactAgent {
         let schemas = tool_node.tools().iter().map(|tool| tool.dyn_schema());
         let model: SharedChatModel = Arc::new(self.model.bind_tools(schemas));
         let prompt = self.prompt.map(Message::from);
+        let repair = self.history_repair;
 
         let mut graph = StateGraph::typed::<MessagesState>();
         graph.add_node(
             "agent",
             move |state: MessagesStateView, ctx: TaskContext| {
                 let model = model.clone();
-                // Without a prompt the model reads the state's own list:
-                // no copy of the conversation per call.
-                let with_prompt: Option<Vec<Message>> = prompt.as_ref().map(|prompt| {
-                    let mut messages = Vec::with_capacity(state.messages.len() + 1);
-                    messages.push(prompt.clone());
-                    messages.extend(state.messages.iter().cloned());
-                    messages
-                });
+                let prompt = prompt.clone();
                 async move {
-                    let messages = with_prompt.as_deref().unwrap_or(&state.messages);
+                    // Every tool call answered once before the model sees
+                    // the conversation (borrowed when it already is).
+                    let conversation = repair_history(&state.messages, repair)?;
+                    // Without a prompt the model reads the conversation
+                    // itself: no copy of it per call.
+                    let with_prompt: Option<Vec<Message>> = prompt.map(|prompt| {
+                        let mut messages = Vec::with_capacity(conversation.len() + 1);
+                        messages.push(prompt);
+                        messages.extend(conversation.iter().cloned());
+                        messages
+                    });
+                    let messages = with_prompt.as_deref().unwrap_or(&conversation);
                     let answer = model.invoke(messages, &CallOptions::default()).await?;
                     let answer = out_of_steps(answer, ctx.remaining_steps());
                     Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer.into()]))

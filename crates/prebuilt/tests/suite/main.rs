@@ -8,6 +8,7 @@
 #[path = "../../../graph/tests/suite/support/mod.rs"]
 mod support;
 
+mod history;
 mod threads;
 mod trace_27_react_agent;
 mod trace_28_tool_node;
