@@ -5,6 +5,7 @@
 mod history;
 mod interrupt;
 mod react;
+mod review;
 mod schema_check;
 mod tool_node;
 mod validation;
@@ -14,6 +15,7 @@ pub use interrupt::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
 };
 pub use react::{AgentVersion, NEED_MORE_STEPS, ReactAgent, create_react_agent};
+pub use review::{REVIEW_NODE, ToolReview};
 
 pub use tool_node::{ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, tools_condition};
 pub use validation::{

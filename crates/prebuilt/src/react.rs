@@ -5,13 +5,17 @@ use std::sync::Arc;
 use stategraph_core::Value;
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, GraphError, MessagesState, MessagesStateUpdate,
-    MessagesStateView, NodeError, Route, START, Send, StateGraph, StateValues, TaskContext,
+    MessagesStateView, NodeError, NodeSpec, PathMap, Route, START, Send, StateGraph, StateValues,
+    TaskContext,
 };
 use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, SharedChatModel, SharedTool, SystemMessage,
 };
 
-use crate::{HistoryRepair, ToolCallWithContext, ToolNode, repair_history, tools_condition};
+use crate::review::REVIEW_NODE;
+use crate::{
+    HistoryRepair, ToolCallWithContext, ToolNode, ToolReview, repair_history, tools_condition,
+};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
@@ -58,6 +62,7 @@ pub fn create_react_agent(
         tool_node: None,
         version: AgentVersion::default(),
         history_repair: HistoryRepair::default(),
+        review: None,
     }
 }
 
@@ -84,6 +89,7 @@ pub struct ReactAgent {
     tool_node: Option<ToolNode>,
     version: AgentVersion,
     history_repair: HistoryRepair,
+    review: Option<ToolReview>,
 }
 
 impl ReactAgent {
@@ -124,6 +130,19 @@ impl ReactAgent {
     /// stored conversation is never changed.
     pub fn history_repair(mut self, policy: HistoryRepair) -> Self {
         self.history_repair = policy;
+        self
+    }
+
+    /// Pauses before the tool calls `review` chooses: the agent's answer
+    /// goes to a `human_review` node that interrupts with one
+    /// [`HumanInterrupt`](crate::HumanInterrupt) per reviewed call and is
+    /// resumed with one [`HumanResponse`](crate::HumanResponse) each
+    /// (`Command::resume` with their JSON list). Accepted and edited calls
+    /// run (edits replace the call in the stored message); rejected calls
+    /// are answered with a tool message and do not run. Needs a checkpointer
+    /// to resume.
+    pub fn review_tool_calls(mut self, review: ToolReview) -> Self {
+        self.review = Some(review);
         self
     }
 
@@ -168,17 +187,47 @@ impl ReactAgent {
         )?;
         graph.add_node("tools", tool_node)?;
         graph.add_edge(START, "agent")?;
-        let path_map = Some(stategraph_graph::PathMap::from(["tools", END]));
-        match self.version {
-            AgentVersion::V1 => graph.add_conditional_edges(
-                "agent",
-                |state: &MessagesStateView| tools_condition(&state.messages),
-                path_map,
-            )?,
-            AgentVersion::V2 => graph.add_conditional_edges("agent", send_each_call, path_map)?,
-        };
+        let version = self.version;
+        match self.review {
+            None => {
+                let path_map = Some(PathMap::from(["tools", END]));
+                graph.add_conditional_edges(
+                    "agent",
+                    move |state: &MessagesStateView| route_calls(version, state),
+                    path_map,
+                )?;
+            }
+            Some(review) => {
+                let path_map = Some(PathMap::from(["tools", REVIEW_NODE, END]));
+                let wants = review.clone();
+                graph.add_conditional_edges(
+                    "agent",
+                    move |state: &MessagesStateView| match state.messages.last() {
+                        Some(Message::Ai(last)) if wants.wants(last) => {
+                            vec![Route::To(REVIEW_NODE.to_owned())]
+                        }
+                        _ => route_calls(version, state),
+                    },
+                    path_map,
+                )?;
+                let node = NodeSpec::new(move |state: MessagesStateView, ctx: TaskContext| {
+                    std::future::ready(review.review(&state, &ctx))
+                })
+                .destinations(["tools", "agent"]);
+                graph.add_node_spec(REVIEW_NODE, node)?;
+            }
+        }
         graph.add_edge("tools", "agent")?;
         graph.compile_with(self.compile)
+    }
+}
+
+/// Where the agent's answer goes: its tool calls (one `tools` task, or one
+/// `Send` each), or the end.
+fn route_calls(version: AgentVersion, state: &MessagesStateView) -> Vec<Route> {
+    match version {
+        AgentVersion::V1 => vec![Route::To(tools_condition(&state.messages).to_owned())],
+        AgentVersion::V2 => send_each_call(state),
     }
 }
 

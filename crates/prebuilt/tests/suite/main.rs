@@ -9,6 +9,7 @@
 mod support;
 
 mod history;
+mod review;
 mod threads;
 mod trace_27_react_agent;
 mod trace_28_tool_node;
