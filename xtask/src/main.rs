@@ -238,6 +238,7 @@ fn ci(root: &Path) -> Result<()> {
         "memory_store",
         "legal_analysis",
         "code_generation",
+        "tool_review",
     ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);
