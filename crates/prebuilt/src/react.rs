@@ -1,6 +1,9 @@
 //! [`create_react_agent`]: a model calling tools in a loop until it answers.
 
+use std::future::Future;
 use std::sync::Arc;
+
+use futures::future::BoxFuture;
 
 use stategraph_core::Value;
 use stategraph_graph::{
@@ -56,8 +59,9 @@ pub fn create_react_agent(
 ) -> ReactAgent {
     ReactAgent {
         model: model.into_shared(),
+        select_model: None,
         tools: tools.into_iter().collect(),
-        prompt: None,
+        prompt: Prompt::None,
         compile: CompileOptions::new(),
         tool_node: None,
         version: AgentVersion::default(),
@@ -83,8 +87,9 @@ pub enum AgentVersion {
 #[must_use]
 pub struct ReactAgent {
     model: SharedChatModel,
+    select_model: Option<ModelSelector>,
     tools: Vec<SharedTool>,
-    prompt: Option<SystemMessage>,
+    prompt: Prompt,
     compile: CompileOptions,
     tool_node: Option<ToolNode>,
     version: AgentVersion,
@@ -95,8 +100,40 @@ pub struct ReactAgent {
 impl ReactAgent {
     /// A system prompt put before the conversation on every model call
     /// (not stored in the state).
-    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.prompt = Some(SystemMessage::new(prompt.into()));
+    pub fn prompt(self, prompt: impl Into<String>) -> Self {
+        self.system_prompt(SystemMessage::new(prompt.into()))
+    }
+
+    /// [`ReactAgent::prompt`] with a whole system message (name, id, extra
+    /// fields).
+    pub fn system_prompt(mut self, prompt: SystemMessage) -> Self {
+        self.prompt = Prompt::System(Message::from(prompt));
+        self
+    }
+
+    /// The messages the model is sent, computed from the conversation on
+    /// every call (LangGraph's callable `prompt`): add instructions, trim
+    /// old turns, summarise. Nothing it returns is stored.
+    pub fn prompt_fn(
+        mut self,
+        prompt: impl Fn(&[Message]) -> Vec<Message> + std::marker::Send + Sync + 'static,
+    ) -> Self {
+        self.prompt = Prompt::Fn(Arc::new(prompt));
+        self
+    }
+
+    /// Chooses the model for every call from the state and the run (its
+    /// context, config, store): LangGraph's dynamic model. The tools are
+    /// bound to whichever model it returns; the model given to
+    /// [`create_react_agent`] is then not used.
+    pub fn dynamic_model<F, Fut>(mut self, select: F) -> Self
+    where
+        F: Fn(&MessagesStateView, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
+        Fut: Future<Output = Result<SharedChatModel, NodeError>> + std::marker::Send + 'static,
+    {
+        self.select_model = Some(ModelSelector(Arc::new(move |state, ctx| {
+            Box::pin(select(state, ctx))
+        })));
         self
     }
 
@@ -155,30 +192,34 @@ impl ReactAgent {
         let tool_node = self
             .tool_node
             .unwrap_or_else(|| ToolNode::new(self.tools.iter().cloned()));
-        let schemas = tool_node.tools().iter().map(|tool| tool.dyn_schema());
-        let model: SharedChatModel = Arc::new(self.model.bind_tools(schemas));
-        let prompt = self.prompt.map(Message::from);
+        let schemas: Vec<_> = tool_node
+            .tools()
+            .iter()
+            .map(|tool| tool.dyn_schema())
+            .collect();
+        let model: SharedChatModel = Arc::new(self.model.bind_tools(schemas.clone()));
+        let select_model = self.select_model;
+        let prompt = self.prompt;
         let repair = self.history_repair;
 
         let mut graph = StateGraph::typed::<MessagesState>();
         graph.add_node(
             "agent",
             move |state: MessagesStateView, ctx: TaskContext| {
-                let model = model.clone();
-                let prompt = prompt.clone();
+                let chosen = select_model.as_ref().map(|select| (select.0)(&state, &ctx));
+                let (model, schemas, prompt) = (model.clone(), schemas.clone(), prompt.clone());
                 async move {
+                    let model: SharedChatModel = match chosen {
+                        Some(chosen) => Arc::new(chosen.await?.bind_tools(schemas)),
+                        None => model,
+                    };
                     // Every tool call answered once before the model sees
                     // the conversation (borrowed when it already is).
                     let conversation = repair_history(&state.messages, repair)?;
                     // Without a prompt the model reads the conversation
                     // itself: no copy of it per call.
-                    let with_prompt: Option<Vec<Message>> = prompt.map(|prompt| {
-                        let mut messages = Vec::with_capacity(conversation.len() + 1);
-                        messages.push(prompt);
-                        messages.extend(conversation.iter().cloned());
-                        messages
-                    });
-                    let messages = with_prompt.as_deref().unwrap_or(&conversation);
+                    let prompted = prompt.apply(&conversation);
+                    let messages = prompted.as_deref().unwrap_or(&conversation);
                     let answer = model.invoke(messages, &CallOptions::default()).await?;
                     let answer = out_of_steps(answer, ctx.remaining_steps());
                     Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer.into()]))
@@ -228,6 +269,61 @@ fn route_calls(version: AgentVersion, state: &MessagesStateView) -> Vec<Route> {
     match version {
         AgentVersion::V1 => vec![Route::To(tools_condition(&state.messages).to_owned())],
         AgentVersion::V2 => send_each_call(state),
+    }
+}
+
+/// Chooses a model per call ([`ReactAgent::dynamic_model`]).
+type SelectModel = dyn Fn(&MessagesStateView, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
+    + std::marker::Send
+    + Sync;
+
+/// A [`SelectModel`] function (shown as `ModelSelector(..)`).
+#[derive(Clone)]
+struct ModelSelector(Arc<SelectModel>);
+
+impl std::fmt::Debug for ModelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelSelector(..)")
+    }
+}
+
+/// A function making the messages sent from the conversation.
+type PromptFn = dyn Fn(&[Message]) -> Vec<Message> + std::marker::Send + Sync;
+
+/// What the model is sent besides the conversation.
+#[derive(Clone, Default)]
+enum Prompt {
+    #[default]
+    None,
+    /// A system message first.
+    System(Message),
+    /// The messages a function makes of the conversation.
+    Fn(Arc<PromptFn>),
+}
+
+impl Prompt {
+    /// The messages to send, when they are not the conversation itself.
+    fn apply(&self, conversation: &[Message]) -> Option<Vec<Message>> {
+        match self {
+            Self::None => None,
+            Self::System(prompt) => {
+                let mut messages = Vec::with_capacity(conversation.len() + 1);
+                messages.push(prompt.clone());
+                messages.extend(conversation.iter().cloned());
+                Some(messages)
+            }
+            Self::Fn(prompt) => Some(prompt(conversation)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::System(message) => f.debug_tuple("System").field(message).finish(),
+            Self::Fn(_) => f.write_str("Fn(..)"),
+        }
     }
 }
 
