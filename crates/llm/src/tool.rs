@@ -262,7 +262,8 @@ impl fmt::Debug for ToolContext {
 }
 
 /// What a tool returns: the content the model sees, and optionally an
-/// artifact kept for the application.
+/// artifact kept for the application, or instead a control value for the
+/// node running the tool (a graph `Command`: see [`ToolControl`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ToolOutput {
@@ -270,6 +271,39 @@ pub struct ToolOutput {
     pub content: Content,
     /// What the application keeps (not sent to the model).
     pub artifact: Option<Json>,
+    /// A value for the node running the tool instead of a plain result.
+    pub control: Option<ToolControl>,
+}
+
+/// A value a tool hands to the node that runs it instead of a plain result,
+/// such as a graph `Command` (this crate sits below the graph, so it only
+/// carries the value; `stategraph_pregel` converts its `Command` into a
+/// `ToolOutput` and `ToolNode` reads it back). Compares by identity.
+#[derive(Clone)]
+pub struct ToolControl(Arc<dyn Any + Send + Sync>);
+
+impl ToolControl {
+    /// Carries `value`.
+    pub fn new(value: impl Any + Send + Sync) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl fmt::Debug for ToolControl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ToolControl(..)")
+    }
+}
+
+impl PartialEq for ToolControl {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl ToolOutput {
@@ -278,6 +312,16 @@ impl ToolOutput {
         Self {
             content: content.into(),
             artifact: None,
+            control: None,
+        }
+    }
+
+    /// Output that hands `value` to the node running the tool (see
+    /// [`ToolControl`]).
+    pub fn control(value: impl Any + Send + Sync) -> Self {
+        Self {
+            control: Some(ToolControl::new(value)),
+            ..Self::default()
         }
     }
 

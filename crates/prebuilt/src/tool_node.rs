@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use stategraph_core::Value;
-use stategraph_graph::{IntoNode, NodeError, StateValues, TaskContext};
+use stategraph_graph::{Command, IntoNode, NodeError, StateValues, TaskContext};
 use stategraph_llm::{
-    Message, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage, error_message,
+    Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage,
+    error_message,
 };
-use stategraph_pregel::{NodeFn, NodeOutput};
+use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput};
 use stategraph_store::ToolContextStore;
 
 /// Which tool failures become error messages for the model (LangGraph's
@@ -138,18 +139,9 @@ impl ToolNode {
         if let Some(single) = ToolCallWithContext::from_input(&input)? {
             let base = self.context(single.state.clone(), &ctx);
             let answer = self.answer(&single.tool_call, base).await?;
-            return Ok(self.update(vec![answer.into()]));
+            return self.combine(vec![(&single.tool_call, answer)]);
         }
-        let messages = match input.downcast_ref::<StateValues>() {
-            Some(state) => state.get(&self.messages_key).cloned().ok_or_else(|| {
-                NodeError::new(
-                    "ValueError",
-                    format!("No message found in input (key `{}`)", self.messages_key),
-                )
-            })?,
-            None => input.clone(),
-        };
-        let messages = messages.decode::<Vec<Message>>()?;
+        let messages = messages_of(&input, &self.messages_key)?;
         let Some(Message::Ai(last)) = messages.last() else {
             return Err(NodeError::new(
                 "ValueError",
@@ -163,11 +155,101 @@ impl ToolNode {
                 .map(|call| self.answer(call, base.clone())),
         )
         .await;
-        let answers: Vec<Message> = answers
-            .into_iter()
-            .map(|answer| answer.map(Message::from))
-            .collect::<Result<_, _>>()?;
-        Ok(self.update(answers))
+        let answers = last
+            .tool_calls
+            .iter()
+            .zip(answers)
+            .map(|(call, answer)| answer.map(|answer| (call, answer)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.combine(answers)
+    }
+
+    /// The node's output from the answers, in call order (LangGraph's
+    /// `_combine_tool_outputs`): the plain results as one update; when tools
+    /// returned `Command`s, those commands first (each must answer its call
+    /// with a tool message), then that update; commands for the parent
+    /// graph merged into one.
+    fn combine(&self, answers: Vec<(&ToolCall, Answer)>) -> Result<NodeOutput, NodeError> {
+        let mut messages = Vec::new();
+        let mut commands = Vec::new();
+        let mut parent: Option<Command> = None;
+        for (call, answer) in answers {
+            match answer {
+                Answer::Message(message) => messages.push(Message::from(message)),
+                Answer::Command(command) if command.graph == CommandGraph::Parent => {
+                    parent = Some(match parent {
+                        None => command,
+                        Some(mut merged) => {
+                            merged.update.extend(command.update);
+                            merged.goto.extend(command.goto);
+                            merged
+                        }
+                    });
+                }
+                Answer::Command(command) => {
+                    commands.push(NodeOutput::Command(self.answered(call, command)?));
+                }
+            }
+        }
+        if commands.is_empty() && parent.is_none() {
+            return Ok(self.update(messages));
+        }
+        commands.extend(parent.map(NodeOutput::Command));
+        if !messages.is_empty() {
+            commands.push(self.update(messages));
+        }
+        Ok(match commands.len() {
+            1 => commands.pop().unwrap_or(NodeOutput::None),
+            _ => NodeOutput::Many(commands),
+        })
+    }
+
+    /// LangGraph's rule for a tool's `Command`: its update answers the call
+    /// with a tool message under the messages key (which gets the tool's
+    /// name), unless it removes every message.
+    fn answered(&self, call: &ToolCall, mut command: Command) -> Result<Command, NodeError> {
+        let id = call.id.as_deref().unwrap_or_default();
+        let mut answered = false;
+        let mut shown = Vec::new();
+        for (_, value) in command
+            .update
+            .iter_mut()
+            .filter(|(key, _)| *key == self.messages_key)
+        {
+            let Ok(messages) = value.clone().decode::<Vec<Message>>() else {
+                continue;
+            };
+            if matches!(&messages[..], [Message::Remove(r)] if r.id == REMOVE_ALL_MESSAGES) {
+                return Ok(command);
+            }
+            let mut messages = (*messages).clone();
+            for message in &mut messages {
+                if let Message::Tool(tool) = message
+                    && tool.tool_call_id == id
+                {
+                    Arc::make_mut(tool).name = Some(call.name.clone());
+                    answered = true;
+                }
+            }
+            shown.extend(messages.iter().map(|m| format!("{m:?}")));
+            *value = Value::new(messages);
+        }
+        if answered {
+            return Ok(command);
+        }
+        Err(NodeError::new(
+            "ValueError",
+            format!(
+                "Expected to have a matching ToolMessage in Command.update for tool '{}', got: \
+                 [{}]. Every tool call (LLM requesting to call a tool) in the message history \
+                 MUST have a corresponding ToolMessage. You can fix it by modifying the tool to \
+                 return `Command(update={{\"{}\": [ToolMessage(\"Success\", \
+                 tool_call_id=tool_call_id), ...]}}, ...)`.",
+                call.name,
+                shown.join(", "),
+                self.messages_key
+            ),
+        ))
     }
 
     /// The context every tool call of a task starts from.
@@ -195,30 +277,56 @@ impl ToolNode {
 
     /// The tool message answering `call`, or the failure that fails the
     /// node.
-    async fn answer(&self, call: &ToolCall, ctx: ToolContext) -> Result<ToolMessage, NodeError> {
+    async fn answer(&self, call: &ToolCall, ctx: ToolContext) -> Result<Answer, NodeError> {
         let Some(tool) = self.tools.iter().find(|tool| tool.dyn_name() == call.name) else {
             let available: Vec<&str> = self.tools.iter().map(|tool| tool.dyn_name()).collect();
-            return Ok(error_message(
+            return Ok(Answer::Message(error_message(
                 call,
                 format!(
                     "Error: {} is not a valid tool, try one of [{}].",
                     call.name,
                     available.join(", ")
                 ),
-            ));
+            )));
         };
         let ctx = match &call.id {
             Some(id) => ctx.with_tool_call_id(id.clone()),
             None => ctx,
         };
         match tool.dyn_call(call.args.clone(), ctx).await {
-            Ok(output) => Ok(output.into_message(call)),
+            Ok(output) => match output.control.as_ref().and_then(|c| c.get::<Command>()) {
+                Some(command) => Ok(Answer::Command(command.clone())),
+                None => Ok(Answer::Message(output.into_message(call))),
+            },
             Err(error) => match self.errors.text(call, &error) {
-                Some(text) => Ok(error_message(call, text)),
+                Some(text) => Ok(Answer::Message(error_message(call, text))),
                 None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
             },
         }
     }
+}
+
+/// How a tool call was answered.
+enum Answer {
+    /// With a result.
+    Message(ToolMessage),
+    /// With a `Command` the tool returned.
+    Command(Command),
+}
+
+/// The messages a node input holds: the state's `key`, or the input itself
+/// (a message list).
+pub(crate) fn messages_of(input: &Value, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
+    let messages = match input.downcast_ref::<StateValues>() {
+        Some(state) => state.get(key).cloned().ok_or_else(|| {
+            NodeError::new(
+                "ValueError",
+                format!("No message found in input (key `{key}`)"),
+            )
+        })?,
+        None => input.clone(),
+    };
+    Ok(messages.decode::<Vec<Message>>()?)
 }
 
 /// The error class a tool failure fails the node with.

@@ -427,16 +427,7 @@ impl ValidationNode {
     }
 
     async fn run(&self, input: Value) -> Result<NodeOutput, NodeError> {
-        let messages = match input.downcast_ref::<StateValues>() {
-            Some(state) => state.get(&self.messages_key).cloned().ok_or_else(|| {
-                NodeError::new(
-                    "ValueError",
-                    format!("No message found in input (key `{}`)", self.messages_key),
-                )
-            })?,
-            None => input,
-        };
-        let messages = messages.decode::<Vec<Message>>()?;
+        let messages = crate::tool_node::messages_of(&input, &self.messages_key)?;
         let last = match messages.last() {
             Some(Message::Ai(last)) => last,
             Some(_) => {

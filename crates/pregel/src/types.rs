@@ -111,6 +111,15 @@ pub struct Command {
     pub resume: Option<Value>,
 }
 
+/// A tool may return a `Command` (LangGraph's tools returning
+/// `Command(update=..., goto=...)`): the tool node applies it in place of a
+/// plain result. The update must answer the call with a tool message.
+impl From<Command> for stategraph_llm::ToolOutput {
+    fn from(command: Command) -> Self {
+        stategraph_llm::ToolOutput::control(command)
+    }
+}
+
 impl Command {
     /// An empty command.
     pub fn new() -> Self {

@@ -11,8 +11,8 @@
 //! node function). Not ported yet: the texts of the default, `True`,
 //! callable and exception-type handlers, which quote pydantic's messages
 //! and Python exception reprs (the behaviour is tested, the wording is
-//! ours). Not ported yet: `command_tool_updates` (tools returning a
-//! `Command`).
+//! ours). A tool returning a `Command` (`command_tool_updates`) is
+//! compared: its update comes first, then the plain results.
 
 use std::time::Duration;
 
@@ -365,4 +365,105 @@ fn trace_28_tools_condition() {
     assert_eq!(tools_condition(&[]), "__end__");
     // Tools are reachable through the node for every tool type.
     assert_eq!(fast_len().name(), "fast_len");
+}
+
+/// `S(MessagesState)` with `visits: Annotated[list, operator.add]`.
+#[derive(stategraph_graph::State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Visits {
+    #[state(reducer = stategraph_llm::add_messages)]
+    messages: Vec<Message>,
+    #[state(reducer = append)]
+    visits: Vec<String>,
+}
+
+/// The case's `record`: a tool returning a `Command` that answers its call
+/// with a tool message, records a visit and jumps to `after`.
+fn record() -> SharedTool {
+    FnTool::typed(
+        "record",
+        "Record a visit and jump to the `after` node.",
+        |args: Json, ctx: ToolContext| async move {
+            let where_ = args["where"].as_str().unwrap_or_default().to_owned();
+            let call_id = ctx.tool_call_id.clone().unwrap_or_default();
+            let mut answer =
+                stategraph_llm::ToolMessage::new(format!("recorded {where_}"), call_id.clone());
+            answer.id = Some(format!("tm-{call_id}"));
+            let command = stategraph_graph::Command::new()
+                .update("visits", stategraph_core::Value::new(vec![where_]))
+                .update(
+                    "messages",
+                    stategraph_core::Value::new(vec![Message::from(answer)]),
+                )
+                .goto("after");
+            Ok::<_, ToolError>(stategraph_llm::ToolOutput::from(command))
+        },
+    )
+    .shared()
+}
+
+#[tokio::test]
+async fn trace_28_command_tool_updates() {
+    let mut g = StateGraph::typed::<Visits>();
+    g.add_node("agent", |state: VisitsView| async move {
+        let reply = match state.messages.last() {
+            Some(Message::Human(_)) => ai(&[
+                ("record", json!({"where": "paris"})),
+                ("fast_len", json!({"text": "abc"})),
+            ]),
+            _ => {
+                // Runs in the same step as `after`; finishes second.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                AiMessage::new("done").with_id("ai-done").into()
+            }
+        };
+        Ok::<_, NodeError>(VisitsUpdate::default().messages(vec![reply]))
+    })
+    .unwrap();
+    g.add_node("tools", ToolNode::new([record(), fast_len()]))
+        .unwrap();
+    g.add_node("after", |_s: VisitsView| async move {
+        Ok::<_, NodeError>(VisitsUpdate::default().visits(vec!["after-node".to_owned()]))
+    })
+    .unwrap();
+    g.add_edge(START, "agent").unwrap();
+    g.add_conditional_edges("agent", |s: &VisitsView| tools_condition(&s.messages), None)
+        .unwrap();
+    g.add_edge("tools", "agent").unwrap();
+    let input = json!({"messages": [{"type": "human", "content": "go", "id": "h1"}], "visits": []});
+    let streamed = crate::support::stream_ok(
+        &g.compile().unwrap(),
+        input,
+        &RunnableConfig::default(),
+        stategraph_graph::StreamMode::Updates,
+    )
+    .await;
+    let expected = crate::support::fixture("28_tool_node")["command_tool_updates"].clone();
+    crate::support::assert_trace_ids(
+        &crate::support::py_messages(&streamed.payloads()),
+        &expected,
+    );
+}
+
+#[tokio::test]
+async fn a_command_must_answer_its_own_call() {
+    let forgetful = FnTool::typed(
+        "forgetful",
+        "Jumps without answering.",
+        |_args: Json, _ctx| async move {
+            Ok::<_, ToolError>(stategraph_llm::ToolOutput::from(
+                stategraph_graph::Command::new().goto("after"),
+            ))
+        },
+    )
+    .shared();
+    let err = answers(
+        &wrap(ToolNode::new([forgetful])),
+        ai(&[("forgetful", json!({}))]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("Expected to have a matching ToolMessage"),
+        "{err}"
+    );
 }
