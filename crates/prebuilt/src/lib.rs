@@ -14,7 +14,10 @@ pub use history::{HistoryRepair, is_well_paired, missing_result_text, repair_his
 pub use interrupt::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
 };
-pub use react::{AgentVersion, NEED_MORE_STEPS, ReactAgent, create_react_agent};
+pub use react::{
+    AgentState, AgentStateUpdate, AgentStateView, AgentVersion, NEED_MORE_STEPS, ReactAgent,
+    STRUCTURED_RESPONSE_NODE, create_react_agent,
+};
 pub use review::{REVIEW_NODE, ToolReview};
 
 pub use tool_node::{ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, tools_condition};

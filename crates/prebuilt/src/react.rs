@@ -7,12 +7,12 @@ use futures::future::BoxFuture;
 
 use stategraph_core::Value;
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, END, GraphError, MessagesState, MessagesStateUpdate,
-    MessagesStateView, NodeError, NodeSpec, PathMap, Route, START, Send, StateGraph, StateValues,
-    TaskContext,
+    CompileOptions, CompiledStateGraph, END, GraphError, NodeError, NodeSpec, PathMap, Route,
+    START, Send, State, StateGraph, StateValues, TaskContext,
 };
 use stategraph_llm::{
-    AiMessage, CallOptions, ChatModel, Message, SharedChatModel, SharedTool, SystemMessage,
+    AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, SharedTool,
+    SystemMessage,
 };
 
 use crate::review::REVIEW_NODE;
@@ -67,7 +67,24 @@ pub fn create_react_agent(
         version: AgentVersion::default(),
         history_repair: HistoryRepair::default(),
         review: None,
+        response_format: None,
     }
+}
+
+/// The state of a ReAct agent (LangGraph's `AgentState`): the
+/// conversation, merged with `add_messages`, and the structured answer of
+/// an agent with a response format
+/// ([`ReactAgent::response_format`]). A state without a structured answer
+/// shows only its messages, as [`MessagesState`](stategraph_graph::MessagesState) does.
+#[derive(State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[state(crate = "stategraph_graph")]
+pub struct AgentState {
+    /// The conversation.
+    #[state(reducer = stategraph_llm::add_messages)]
+    pub messages: Vec<Message>,
+    /// The structured answer, once the agent gave one.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub structured_response: serde_json::Value,
 }
 
 /// How the agent runs the tool calls of one model answer (LangGraph's
@@ -95,6 +112,7 @@ pub struct ReactAgent {
     version: AgentVersion,
     history_repair: HistoryRepair,
     review: Option<ToolReview>,
+    response_format: Option<(Option<String>, OutputSchema)>,
 }
 
 impl ReactAgent {
@@ -128,7 +146,7 @@ impl ReactAgent {
     /// [`create_react_agent`] is then not used.
     pub fn dynamic_model<F, Fut>(mut self, select: F) -> Self
     where
-        F: Fn(&MessagesStateView, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
+        F: Fn(&AgentStateView, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
         Fut: Future<Output = Result<SharedChatModel, NodeError>> + std::marker::Send + 'static,
     {
         self.select_model = Some(ModelSelector(Arc::new(move |state, ctx| {
@@ -170,6 +188,27 @@ impl ReactAgent {
         self
     }
 
+    /// Gives the agent a structured answer (LangGraph's `response_format`):
+    /// once the model stops calling tools, a `generate_structured_response`
+    /// node asks the model (without tools) for JSON that fits `schema` and
+    /// stores it as `structured_response`. One more model call, as in
+    /// LangGraph.
+    pub fn response_format(mut self, schema: OutputSchema) -> Self {
+        self.response_format = Some((None, schema));
+        self
+    }
+
+    /// [`ReactAgent::response_format`] with a system prompt put before the
+    /// conversation for that call (LangGraph's `(prompt, schema)` pair).
+    pub fn response_format_with_prompt(
+        mut self,
+        prompt: impl Into<String>,
+        schema: OutputSchema,
+    ) -> Self {
+        self.response_format = Some((Some(prompt.into()), schema));
+        self
+    }
+
     /// Pauses before the tool calls `review` chooses: the agent's answer
     /// goes to a `human_review` node that interrupts with one
     /// [`HumanInterrupt`](crate::HumanInterrupt) per reviewed call and is
@@ -197,61 +236,87 @@ impl ReactAgent {
             .iter()
             .map(|tool| tool.dyn_schema())
             .collect();
-        let model: SharedChatModel = Arc::new(self.model.bind_tools(schemas.clone()));
+        let model: SharedChatModel = Arc::new(self.model.clone().bind_tools(schemas.clone()));
         let select_model = self.select_model;
+        let select_for_structured = select_model.clone();
         let prompt = self.prompt;
         let repair = self.history_repair;
 
-        let mut graph = StateGraph::typed::<MessagesState>();
-        graph.add_node(
-            "agent",
-            move |state: MessagesStateView, ctx: TaskContext| {
-                let chosen = select_model.as_ref().map(|select| (select.0)(&state, &ctx));
-                let (model, schemas, prompt) = (model.clone(), schemas.clone(), prompt.clone());
-                async move {
-                    let model: SharedChatModel = match chosen {
-                        Some(chosen) => Arc::new(chosen.await?.bind_tools(schemas)),
-                        None => model,
-                    };
-                    // Every tool call answered once before the model sees
-                    // the conversation (borrowed when it already is).
-                    let conversation = repair_history(&state.messages, repair)?;
-                    // Without a prompt the model reads the conversation
-                    // itself: no copy of it per call.
-                    let prompted = prompt.apply(&conversation);
-                    let messages = prompted.as_deref().unwrap_or(&conversation);
-                    let answer = model.invoke(messages, &CallOptions::default()).await?;
-                    let answer = out_of_steps(answer, ctx.remaining_steps());
-                    Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer.into()]))
-                }
-            },
-        )?;
+        let mut graph = StateGraph::typed::<AgentState>();
+        graph.add_node("agent", move |state: AgentStateView, ctx: TaskContext| {
+            let chosen = select_model.as_ref().map(|select| (select.0)(&state, &ctx));
+            let (model, schemas, prompt) = (model.clone(), schemas.clone(), prompt.clone());
+            async move {
+                let model: SharedChatModel = match chosen {
+                    Some(chosen) => Arc::new(chosen.await?.bind_tools(schemas)),
+                    None => model,
+                };
+                // Every tool call answered once before the model sees
+                // the conversation (borrowed when it already is).
+                let conversation = repair_history(&state.messages, repair)?;
+                // Without a prompt the model reads the conversation
+                // itself: no copy of it per call.
+                let prompted = prompt.apply(&conversation);
+                let messages = prompted.as_deref().unwrap_or(&conversation);
+                let answer = model.invoke(messages, &CallOptions::default()).await?;
+                let answer = out_of_steps(answer, ctx.remaining_steps());
+                Ok::<_, NodeError>(AgentStateUpdate::default().messages(vec![answer.into()]))
+            }
+        })?;
         graph.add_node("tools", tool_node)?;
         graph.add_edge(START, "agent")?;
         let version = self.version;
+        let end = match self.response_format {
+            None => END,
+            Some((prompt, schema)) => {
+                let (base, select) = (self.model.clone(), select_for_structured);
+                graph.add_node(
+                    STRUCTURED_RESPONSE_NODE,
+                    move |state: AgentStateView, ctx: TaskContext| {
+                        let chosen = select.as_ref().map(|select| (select.0)(&state, &ctx));
+                        let (base, schema) = (base.clone(), schema.clone());
+                        let mut messages: Vec<Message> =
+                            prompt.iter().cloned().map(Message::system).collect();
+                        messages.extend(state.messages.iter().cloned());
+                        async move {
+                            let model = match chosen {
+                                Some(chosen) => chosen.await?,
+                                None => base,
+                            };
+                            let answer = structured_answer(model, schema, messages).await?;
+                            Ok::<_, NodeError>(
+                                AgentStateUpdate::default().structured_response(answer),
+                            )
+                        }
+                    },
+                )?;
+                graph.add_edge(STRUCTURED_RESPONSE_NODE, END)?;
+                STRUCTURED_RESPONSE_NODE
+            }
+        };
         match self.review {
             None => {
-                let path_map = Some(PathMap::from(["tools", END]));
+                let path_map = Some(PathMap::from(["tools", end]));
                 graph.add_conditional_edges(
                     "agent",
-                    move |state: &MessagesStateView| route_calls(version, state),
+                    move |state: &AgentStateView| route_calls(version, state, end),
                     path_map,
                 )?;
             }
             Some(review) => {
-                let path_map = Some(PathMap::from(["tools", REVIEW_NODE, END]));
+                let path_map = Some(PathMap::from(["tools", REVIEW_NODE, end]));
                 let wants = review.clone();
                 graph.add_conditional_edges(
                     "agent",
-                    move |state: &MessagesStateView| match state.messages.last() {
+                    move |state: &AgentStateView| match state.messages.last() {
                         Some(Message::Ai(last)) if wants.wants(last) => {
                             vec![Route::To(REVIEW_NODE.to_owned())]
                         }
-                        _ => route_calls(version, state),
+                        _ => route_calls(version, state, end),
                     },
                     path_map,
                 )?;
-                let node = NodeSpec::new(move |state: MessagesStateView, ctx: TaskContext| {
+                let node = NodeSpec::new(move |state: AgentStateView, ctx: TaskContext| {
                     std::future::ready(review.review(&state, &ctx))
                 })
                 .destinations(["tools", "agent"]);
@@ -265,15 +330,18 @@ impl ReactAgent {
 
 /// Where the agent's answer goes: its tool calls (one `tools` task, or one
 /// `Send` each), or the end.
-fn route_calls(version: AgentVersion, state: &MessagesStateView) -> Vec<Route> {
+fn route_calls(version: AgentVersion, state: &AgentStateView, end: &str) -> Vec<Route> {
+    let calls =
+        matches!(state.messages.last(), Some(Message::Ai(last)) if !last.tool_calls.is_empty());
     match version {
+        _ if !calls => vec![Route::To(end.to_owned())],
         AgentVersion::V1 => vec![Route::To(tools_condition(&state.messages).to_owned())],
         AgentVersion::V2 => send_each_call(state),
     }
 }
 
 /// Chooses a model per call ([`ReactAgent::dynamic_model`]).
-type SelectModel = dyn Fn(&MessagesStateView, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
+type SelectModel = dyn Fn(&AgentStateView, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
     + std::marker::Send
     + Sync;
 
@@ -327,9 +395,24 @@ impl std::fmt::Debug for Prompt {
     }
 }
 
+/// `model`'s answer to `messages` as JSON fitting `schema`.
+async fn structured_answer(
+    model: SharedChatModel,
+    schema: OutputSchema,
+    messages: Vec<Message>,
+) -> Result<serde_json::Value, NodeError> {
+    let options = CallOptions::default();
+    Ok(model
+        .invoke_structured(&messages, &options, &schema)
+        .await?)
+}
+
+/// The node that writes an agent's structured answer.
+pub const STRUCTURED_RESPONSE_NODE: &str = "generate_structured_response";
+
 /// The v2 router: one `Send` to `tools` per call of the last AI message,
 /// carrying the call and the messages; the end when there is none.
-fn send_each_call(state: &MessagesStateView) -> Vec<Route> {
+fn send_each_call(state: &AgentStateView) -> Vec<Route> {
     let Some(Message::Ai(last)) = state.messages.last() else {
         return vec![Route::To(END.to_owned())];
     };

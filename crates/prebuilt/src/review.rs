@@ -10,9 +10,10 @@
 use std::collections::HashSet;
 
 use stategraph_core::Value;
-use stategraph_graph::{Command, MessagesStateView, NodeError, Send, StateValues, TaskContext};
+use stategraph_graph::{Command, NodeError, Send, StateValues, TaskContext};
 use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage};
 
+use crate::react::AgentStateView;
 use crate::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, ToolCallWithContext,
     request_human_review,
@@ -110,7 +111,7 @@ impl ToolReview {
     /// `tools`) and answer the others; back to `agent` when none runs.
     pub(crate) fn review(
         &self,
-        state: &MessagesStateView,
+        state: &AgentStateView,
         ctx: &TaskContext,
     ) -> Result<Command, NodeError> {
         let Some(Message::Ai(last)) = state.messages.last() else {

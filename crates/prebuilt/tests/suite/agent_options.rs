@@ -123,3 +123,71 @@ async fn prompts_shape_what_the_model_is_sent_not_what_is_stored() {
     // Bound tools still reach the model under a prompt function.
     assert!(!model.calls()[0].options.tools.is_empty());
 }
+
+#[tokio::test]
+async fn a_response_format_adds_a_structured_answer_after_the_loop() {
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("The capital is Paris."),
+        AiMessage::new(r#"{"city": "Paris"}"#),
+    ]));
+    let schema = stategraph_llm::OutputSchema::new(
+        "Capital",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    );
+    let agent = create_react_agent(model.clone(), [echo()])
+        .response_format_with_prompt("Answer as JSON.", schema)
+        .build()
+        .unwrap();
+    let out = ask(&agent, "capital of France?").await.unwrap();
+    assert_eq!(out["structured_response"], json!({"city": "Paris"}));
+    assert_eq!(
+        last_text(&out),
+        "The capital is Paris.",
+        "the answer is not stored twice"
+    );
+    let calls = model.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].messages[0].text(), "Answer as JSON.");
+    let offered: Vec<&str> = calls[1]
+        .options
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(
+        !offered.contains(&"echo"),
+        "the agent's tools are not offered: {offered:?}"
+    );
+    let mut nodes: Vec<String> = agent
+        .get_graph(false)
+        .nodes()
+        .iter()
+        .map(|n| n.id.clone())
+        .collect();
+    nodes.sort();
+    assert!(nodes.contains(&stategraph_prebuilt::STRUCTURED_RESPONSE_NODE.to_owned()));
+
+    // Without a response format the state has no structured answer.
+    let plain = create_react_agent(answering("hi"), [echo()])
+        .build()
+        .unwrap();
+    assert!(
+        ask(&plain, "hello")
+            .await
+            .unwrap()
+            .get("structured_response")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_structured_answer_that_does_not_parse_fails_the_run() {
+    let model = ScriptedChatModel::new([AiMessage::new("done"), AiMessage::new("not json")]);
+    let schema = stategraph_llm::OutputSchema::new("Capital", json!({"type": "object"}));
+    let agent = create_react_agent(model, [echo()])
+        .response_format(schema)
+        .build()
+        .unwrap();
+    let err = ask(&agent, "q").await.unwrap_err();
+    assert!(err.contains("Capital"), "{err}");
+}
