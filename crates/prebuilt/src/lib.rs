@@ -15,8 +15,8 @@ pub use interrupt::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
 };
 pub use react::{
-    AgentState, AgentStateUpdate, AgentStateView, AgentVersion, NEED_MORE_STEPS, ReactAgent,
-    STRUCTURED_RESPONSE_NODE, create_react_agent,
+    AgentState, AgentStateUpdate, AgentStateView, AgentVersion, NEED_MORE_STEPS, POST_MODEL_HOOK,
+    PRE_MODEL_HOOK, ReactAgent, STRUCTURED_RESPONSE_NODE, create_react_agent,
 };
 pub use review::{REVIEW_NODE, ToolReview};
 

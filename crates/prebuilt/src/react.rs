@@ -1,5 +1,6 @@
 //! [`create_react_agent`]: a model calling tools in a loop until it answers.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -7,18 +8,16 @@ use futures::future::BoxFuture;
 
 use stategraph_core::Value;
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, END, GraphError, NodeError, NodeSpec, PathMap, Route,
-    START, Send, State, StateGraph, StateValues, TaskContext,
+    CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError, NodeSpec, PathMap,
+    Route, START, Send, State, StateGraph, StateValues, TaskContext,
 };
 use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, SharedTool,
-    SystemMessage,
+    SystemMessage, ToolCall,
 };
 
 use crate::review::REVIEW_NODE;
-use crate::{
-    HistoryRepair, ToolCallWithContext, ToolNode, ToolReview, repair_history, tools_condition,
-};
+use crate::{HistoryRepair, ToolCallWithContext, ToolNode, ToolReview, repair_history};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
@@ -68,6 +67,8 @@ pub fn create_react_agent(
         history_repair: HistoryRepair::default(),
         review: None,
         response_format: None,
+        pre_model_hook: None,
+        post_model_hook: None,
     }
 }
 
@@ -85,6 +86,11 @@ pub struct AgentState {
     /// The structured answer, once the agent gave one.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub structured_response: serde_json::Value,
+    /// What a pre-model hook chose to send the model instead of the
+    /// conversation (LangGraph's `llm_input_messages`); not stored in
+    /// `messages`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub llm_input_messages: Vec<Message>,
 }
 
 /// How the agent runs the tool calls of one model answer (LangGraph's
@@ -113,6 +119,17 @@ pub struct ReactAgent {
     history_repair: HistoryRepair,
     review: Option<ToolReview>,
     response_format: Option<(Option<String>, OutputSchema)>,
+    pre_model_hook: Option<Hook>,
+    post_model_hook: Option<Hook>,
+}
+
+/// A model hook's node (shown as `Hook(..)`).
+struct Hook(NodeSpec);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook(..)")
+    }
 }
 
 impl ReactAgent {
@@ -209,6 +226,25 @@ impl ReactAgent {
         self
     }
 
+    /// Runs `hook` before every model call (LangGraph's `pre_model_hook`):
+    /// a node over [`AgentState`] that may trim or summarise the
+    /// conversation, either for good (a `messages` update) or only for the
+    /// model (an `llm_input_messages` update, which the model is then sent
+    /// instead of the conversation).
+    pub fn pre_model_hook<M>(mut self, hook: impl IntoNode<M>) -> Self {
+        self.pre_model_hook = Some(Hook(NodeSpec::new(hook)));
+        self
+    }
+
+    /// Runs `hook` after every model call, before the answer is routed
+    /// (LangGraph's `post_model_hook`): guardrails, validation, human
+    /// review of the answer. Tool calls it answers itself do not run; when
+    /// it answered all of them the loop goes back to the model.
+    pub fn post_model_hook<M>(mut self, hook: impl IntoNode<M>) -> Self {
+        self.post_model_hook = Some(Hook(NodeSpec::new(hook)));
+        self
+    }
+
     /// Pauses before the tool calls `review` chooses: the agent's answer
     /// goes to a `human_review` node that interrupts with one
     /// [`HumanInterrupt`](crate::HumanInterrupt) per reviewed call and is
@@ -236,40 +272,41 @@ impl ReactAgent {
             .iter()
             .map(|tool| tool.dyn_schema())
             .collect();
-        let model: SharedChatModel = Arc::new(self.model.clone().bind_tools(schemas.clone()));
-        let select_model = self.select_model;
-        let select_for_structured = select_model.clone();
-        let prompt = self.prompt;
-        let repair = self.history_repair;
+        let return_direct: HashSet<String> = tool_node
+            .tools()
+            .iter()
+            .filter(|tool| tool.dyn_return_direct())
+            .map(|tool| tool.dyn_name().to_owned())
+            .collect();
+        let entry = if self.pre_model_hook.is_some() {
+            PRE_MODEL_HOOK
+        } else {
+            "agent"
+        };
 
         let mut graph = StateGraph::typed::<AgentState>();
+        let model: SharedChatModel = Arc::new(self.model.clone().bind_tools(schemas.clone()));
+        let call = ModelCall {
+            model,
+            schemas,
+            select: self.select_model.clone(),
+            prompt: self.prompt,
+            repair: self.history_repair,
+            hook_input: self.pre_model_hook.is_some(),
+        };
         graph.add_node("agent", move |state: AgentStateView, ctx: TaskContext| {
-            let chosen = select_model.as_ref().map(|select| (select.0)(&state, &ctx));
-            let (model, schemas, prompt) = (model.clone(), schemas.clone(), prompt.clone());
-            async move {
-                let model: SharedChatModel = match chosen {
-                    Some(chosen) => Arc::new(chosen.await?.bind_tools(schemas)),
-                    None => model,
-                };
-                // Every tool call answered once before the model sees
-                // the conversation (borrowed when it already is).
-                let conversation = repair_history(&state.messages, repair)?;
-                // Without a prompt the model reads the conversation
-                // itself: no copy of it per call.
-                let prompted = prompt.apply(&conversation);
-                let messages = prompted.as_deref().unwrap_or(&conversation);
-                let answer = model.invoke(messages, &CallOptions::default()).await?;
-                let answer = out_of_steps(answer, ctx.remaining_steps());
-                Ok::<_, NodeError>(AgentStateUpdate::default().messages(vec![answer.into()]))
-            }
+            call.clone().run(state, ctx)
         })?;
         graph.add_node("tools", tool_node)?;
-        graph.add_edge(START, "agent")?;
-        let version = self.version;
+        if let Some(hook) = self.pre_model_hook {
+            graph.add_node_spec(PRE_MODEL_HOOK, hook.0)?;
+            graph.add_edge(PRE_MODEL_HOOK, "agent")?;
+        }
+        graph.add_edge(START, entry)?;
         let end = match self.response_format {
             None => END,
             Some((prompt, schema)) => {
-                let (base, select) = (self.model.clone(), select_for_structured);
+                let (base, select) = (self.model.clone(), self.select_model);
                 graph.add_node(
                     STRUCTURED_RESPONSE_NODE,
                     move |state: AgentStateView, ctx: TaskContext| {
@@ -294,51 +331,175 @@ impl ReactAgent {
                 STRUCTURED_RESPONSE_NODE
             }
         };
-        match self.review {
-            None => {
-                let path_map = Some(PathMap::from(["tools", end]));
-                graph.add_conditional_edges(
-                    "agent",
-                    move |state: &AgentStateView| route_calls(version, state, end),
-                    path_map,
-                )?;
+        // The answer is routed after the post-model hook when there is one.
+        let routed_from = match self.post_model_hook {
+            Some(hook) => {
+                graph.add_node_spec(POST_MODEL_HOOK, hook.0)?;
+                graph.add_edge("agent", POST_MODEL_HOOK)?;
+                POST_MODEL_HOOK
             }
-            Some(review) => {
-                let path_map = Some(PathMap::from(["tools", REVIEW_NODE, end]));
-                let wants = review.clone();
-                graph.add_conditional_edges(
-                    "agent",
-                    move |state: &AgentStateView| match state.messages.last() {
-                        Some(Message::Ai(last)) if wants.wants(last) => {
-                            vec![Route::To(REVIEW_NODE.to_owned())]
-                        }
-                        _ => route_calls(version, state, end),
-                    },
-                    path_map,
-                )?;
-                let node = NodeSpec::new(move |state: AgentStateView, ctx: TaskContext| {
-                    std::future::ready(review.review(&state, &ctx))
-                })
-                .destinations(["tools", "agent"]);
-                graph.add_node_spec(REVIEW_NODE, node)?;
-            }
+            None => "agent",
+        };
+        let router = Router {
+            version: self.version,
+            entry,
+            end,
+            review: self.review.clone(),
+        };
+        let mut paths = vec!["tools", end];
+        if routed_from == POST_MODEL_HOOK {
+            paths.push(entry);
         }
-        graph.add_edge("tools", "agent")?;
+        if let Some(review) = self.review {
+            paths.push(REVIEW_NODE);
+            let node = NodeSpec::new(move |state: AgentStateView, ctx: TaskContext| {
+                std::future::ready(review.review(&state, &ctx, entry))
+            })
+            .destinations(["tools", entry]);
+            graph.add_node_spec(REVIEW_NODE, node)?;
+        }
+        graph.add_conditional_edges(
+            routed_from,
+            move |state: &AgentStateView| router.route(state),
+            Some(PathMap::from(paths)),
+        )?;
+        if return_direct.is_empty() {
+            graph.add_edge("tools", entry)?;
+        } else {
+            graph.add_conditional_edges(
+                "tools",
+                move |state: &AgentStateView| after_tools(&state.messages, &return_direct, entry),
+                Some(PathMap::from([entry, END])),
+            )?;
+        }
         graph.compile_with(self.compile)
     }
 }
 
-/// Where the agent's answer goes: its tool calls (one `tools` task, or one
-/// `Send` each), or the end.
-fn route_calls(version: AgentVersion, state: &AgentStateView, end: &str) -> Vec<Route> {
-    let calls =
-        matches!(state.messages.last(), Some(Message::Ai(last)) if !last.tool_calls.is_empty());
-    match version {
-        _ if !calls => vec![Route::To(end.to_owned())],
-        AgentVersion::V1 => vec![Route::To(tools_condition(&state.messages).to_owned())],
-        AgentVersion::V2 => send_each_call(state),
+/// The agent node's model call.
+#[derive(Clone)]
+struct ModelCall {
+    model: SharedChatModel,
+    schemas: Vec<stategraph_llm::ToolSchema>,
+    select: Option<ModelSelector>,
+    prompt: Prompt,
+    repair: HistoryRepair,
+    // Whether a pre-model hook may give `llm_input_messages`.
+    hook_input: bool,
+}
+
+impl ModelCall {
+    fn run(
+        self,
+        state: AgentStateView,
+        ctx: TaskContext,
+    ) -> impl Future<Output = Result<AgentStateUpdate, NodeError>> + std::marker::Send {
+        let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
+        async move {
+            let model: SharedChatModel = match chosen {
+                Some(chosen) => Arc::new(chosen.await?.bind_tools(self.schemas)),
+                None => self.model,
+            };
+            // What the pre-model hook chose to show the model, else the
+            // conversation.
+            let input: &[Message] = if self.hook_input && !state.llm_input_messages.is_empty() {
+                &state.llm_input_messages
+            } else {
+                &state.messages
+            };
+            // Every tool call answered once before the model sees the
+            // conversation (borrowed when it already is).
+            let conversation = repair_history(input, self.repair)?;
+            // Without a prompt the model reads the conversation itself: no
+            // copy of it per call.
+            let prompted = self.prompt.apply(&conversation);
+            let messages = prompted.as_deref().unwrap_or(&conversation);
+            let answer = model.invoke(messages, &CallOptions::default()).await?;
+            let answer = out_of_steps(answer, ctx.remaining_steps());
+            Ok(AgentStateUpdate::default().messages(vec![answer.into()]))
+        }
     }
 }
+
+/// Where an answer goes (LangGraph's `should_continue`, and its
+/// post-model-hook router): the calls of the last AI message that have no
+/// result yet to `tools` (one task, or one `Send` each) or to review; back
+/// to the entry when a hook answered them; else the end.
+struct Router {
+    version: AgentVersion,
+    entry: &'static str,
+    end: &'static str,
+    review: Option<ToolReview>,
+}
+
+impl Router {
+    fn route(&self, state: &AgentStateView) -> Vec<Route> {
+        let messages = &state.messages;
+        let Some(at) = messages.iter().rposition(|m| matches!(m, Message::Ai(_))) else {
+            return vec![Route::To(self.end.to_owned())];
+        };
+        let Message::Ai(last) = &messages[at] else {
+            return vec![Route::To(self.end.to_owned())];
+        };
+        let answered: HashSet<&str> = messages[at + 1..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool(result) => Some(result.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let pending: Vec<&ToolCall> = last
+            .tool_calls
+            .iter()
+            .filter(|call| !answered.contains(call.id.as_deref().unwrap_or("")))
+            .collect();
+        if pending.is_empty() {
+            let next = if matches!(messages.last(), Some(Message::Tool(_))) {
+                self.entry
+            } else {
+                self.end
+            };
+            return vec![Route::To(next.to_owned())];
+        }
+        if self
+            .review
+            .as_ref()
+            .is_some_and(|review| review.wants(last))
+        {
+            return vec![Route::To(REVIEW_NODE.to_owned())];
+        }
+        match self.version {
+            AgentVersion::V1 => vec![Route::To("tools".to_owned())],
+            AgentVersion::V2 => send_calls(messages, &pending),
+        }
+    }
+}
+
+/// After `tools` when some tools return directly (LangGraph's
+/// `route_tool_responses`): the end when one of them answered, else the
+/// entry.
+fn after_tools(
+    messages: &[Message],
+    return_direct: &HashSet<String>,
+    entry: &'static str,
+) -> &'static str {
+    let direct = |name: &str| return_direct.contains(name);
+    for message in messages.iter().rev() {
+        match message {
+            Message::Tool(result) if result.name.as_deref().is_some_and(direct) => return END,
+            Message::Tool(_) => {}
+            // Parallel calls answered in other tasks.
+            Message::Ai(ai) if ai.tool_calls.iter().any(|c| direct(&c.name)) => return END,
+            _ => break,
+        }
+    }
+    entry
+}
+
+/// The node of a pre-model hook.
+pub const PRE_MODEL_HOOK: &str = "pre_model_hook";
+/// The node of a post-model hook.
+pub const POST_MODEL_HOOK: &str = "post_model_hook";
 
 /// Chooses a model per call ([`ReactAgent::dynamic_model`]).
 type SelectModel = dyn Fn(&AgentStateView, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
@@ -410,22 +571,15 @@ async fn structured_answer(
 /// The node that writes an agent's structured answer.
 pub const STRUCTURED_RESPONSE_NODE: &str = "generate_structured_response";
 
-/// The v2 router: one `Send` to `tools` per call of the last AI message,
-/// carrying the call and the messages; the end when there is none.
-fn send_each_call(state: &AgentStateView) -> Vec<Route> {
-    let Some(Message::Ai(last)) = state.messages.last() else {
-        return vec![Route::To(END.to_owned())];
-    };
-    if last.tool_calls.is_empty() {
-        return vec![Route::To(END.to_owned())];
-    }
-    // The call carries the state it was made in: shared, not copied.
-    let messages = Value::from_arc(state.messages.clone());
+/// One `Send` to `tools` per call, each carrying the call and the messages
+/// it was made in (shared, not copied).
+fn send_calls(messages: &Arc<Vec<Message>>, calls: &[&ToolCall]) -> Vec<Route> {
+    let messages = Value::from_arc(messages.clone());
     let state = Value::new(StateValues::single("messages", messages));
-    last.tool_calls
+    calls
         .iter()
         .map(|call| {
-            let arg = ToolCallWithContext::new(call.clone(), state.clone());
+            let arg = ToolCallWithContext::new((*call).clone(), state.clone());
             Route::Send(Send::new("tools", arg))
         })
         .collect()

@@ -108,11 +108,13 @@ impl ToolReview {
 
     /// The review node's work: ask about the reviewed calls of the last AI
     /// message, then run the calls that go ahead (one `Send` each to
-    /// `tools`) and answer the others; back to `agent` when none runs.
+    /// `tools`) and answer the others; back to `model_node` (the agent, or
+    /// its pre-model hook) when none runs.
     pub(crate) fn review(
         &self,
         state: &AgentStateView,
         ctx: &TaskContext,
+        model_node: &str,
     ) -> Result<Command, NodeError> {
         let Some(Message::Ai(last)) = state.messages.last() else {
             return Err(NodeError::new(
@@ -178,7 +180,7 @@ impl ToolReview {
             .collect();
         let mut command = Command::new().update("messages", Value::new(update));
         if running.is_empty() {
-            return Ok(command.goto("agent"));
+            return Ok(command.goto(model_node));
         }
         let state = Value::new(StateValues::single("messages", Value::new(messages)));
         for call in running {

@@ -8,6 +8,7 @@
 #[path = "../../../graph/tests/suite/support/mod.rs"]
 mod support;
 
+mod agent_hooks;
 mod agent_options;
 mod history;
 mod review;
