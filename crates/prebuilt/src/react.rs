@@ -26,7 +26,7 @@ pub const NEED_MORE_STEPS: &str = "Sorry, need more steps to process this reques
 /// Starts a ReAct agent (LangGraph's `create_react_agent`): an `agent`
 /// node calls `model` with `tools` bound, a `tools` node ([`ToolNode`])
 /// runs the calls it makes, and the loop ends when the model answers
-/// without calling a tool. The state is [`MessagesState`]. By default each
+/// without calling a tool. The state is [`AgentState`]. By default each
 /// tool call is a task of its own ([`AgentVersion::V2`], LangGraph's
 /// default).
 ///
