@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use stategraph_core::Value;
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError, NodeSpec, PathMap,
-    Route, START, Send, State, StateGraph, StateValues, TaskContext,
+    Route, START, Schema, Send, State, StateGraph, StateValues, TaskContext,
 };
 use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, SharedTool,
@@ -69,6 +69,7 @@ pub fn create_react_agent(
         response_format: None,
         pre_model_hook: None,
         post_model_hook: None,
+        schema: None,
     }
 }
 
@@ -121,6 +122,7 @@ pub struct ReactAgent {
     response_format: Option<(Option<String>, OutputSchema)>,
     pre_model_hook: Option<Hook>,
     post_model_hook: Option<Hook>,
+    schema: Option<Schema>,
 }
 
 /// A model hook's node (shown as `Hook(..)`).
@@ -163,7 +165,7 @@ impl ReactAgent {
     /// [`create_react_agent`] is then not used.
     pub fn dynamic_model<F, Fut>(mut self, select: F) -> Self
     where
-        F: Fn(&AgentStateView, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
+        F: Fn(&StateValues, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
         Fut: Future<Output = Result<SharedChatModel, NodeError>> + std::marker::Send + 'static,
     {
         self.select_model = Some(ModelSelector(Arc::new(move |state, ctx| {
@@ -226,6 +228,23 @@ impl ReactAgent {
         self
     }
 
+    /// Runs the agent over a state of your own (LangGraph's
+    /// `state_schema`): any `#[derive(State)]` type with a `messages` key
+    /// merged with `add_messages`, plus the keys your tools and hooks read
+    /// (injected state) or write (a tool's `Command`, a hook's update). A
+    /// `structured_response` key is needed with a response format; an
+    /// `llm_input_messages` key lets a pre-model hook choose the model's
+    /// input. The default is [`AgentState`].
+    pub fn state<S: State>(self) -> Self {
+        self.state_schema(S::schema())
+    }
+
+    /// [`ReactAgent::state`] with a dynamic [`Schema`].
+    pub fn state_schema(mut self, schema: Schema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
     /// Runs `hook` before every model call (LangGraph's `pre_model_hook`):
     /// a node over [`AgentState`] that may trim or summarise the
     /// conversation, either for good (a `messages` update) or only for the
@@ -284,7 +303,23 @@ impl ReactAgent {
             "agent"
         };
 
-        let mut graph = StateGraph::typed::<AgentState>();
+        let schema = self.schema.unwrap_or_else(AgentState::schema);
+        let keys: Vec<&str> = schema.keys().collect();
+        for (needed, why) in [
+            ("messages", "the conversation"),
+            (
+                "structured_response",
+                "the structured answer of `response_format`",
+            ),
+        ] {
+            if (needed == "messages" || self.response_format.is_some()) && !keys.contains(&needed) {
+                return Err(GraphError::InvalidSchema(format!(
+                    "the agent's state needs a `{needed}` key for {why}"
+                )));
+            }
+        }
+        let hook_input = self.pre_model_hook.is_some() && keys.contains(&"llm_input_messages");
+        let mut graph = StateGraph::new(schema);
         let model: SharedChatModel = Arc::new(self.model.clone().bind_tools(schemas.clone()));
         let call = ModelCall {
             model,
@@ -292,9 +327,9 @@ impl ReactAgent {
             select: self.select_model.clone(),
             prompt: self.prompt,
             repair: self.history_repair,
-            hook_input: self.pre_model_hook.is_some(),
+            hook_input,
         };
-        graph.add_node("agent", move |state: AgentStateView, ctx: TaskContext| {
+        graph.add_node("agent", move |state: StateValues, ctx: TaskContext| {
             call.clone().run(state, ctx)
         })?;
         graph.add_node("tools", tool_node)?;
@@ -309,21 +344,23 @@ impl ReactAgent {
                 let (base, select) = (self.model.clone(), self.select_model);
                 graph.add_node(
                     STRUCTURED_RESPONSE_NODE,
-                    move |state: AgentStateView, ctx: TaskContext| {
+                    move |state: StateValues, ctx: TaskContext| {
                         let chosen = select.as_ref().map(|select| (select.0)(&state, &ctx));
                         let (base, schema) = (base.clone(), schema.clone());
                         let mut messages: Vec<Message> =
                             prompt.iter().cloned().map(Message::system).collect();
-                        messages.extend(state.messages.iter().cloned());
+                        let conversation = messages_at(&state, "messages");
                         async move {
+                            messages.extend(conversation?.iter().cloned());
                             let model = match chosen {
                                 Some(chosen) => chosen.await?,
                                 None => base,
                             };
                             let answer = structured_answer(model, schema, messages).await?;
-                            Ok::<_, NodeError>(
-                                AgentStateUpdate::default().structured_response(answer),
-                            )
+                            Ok::<_, NodeError>(StateValues::single(
+                                "structured_response",
+                                Value::new(answer),
+                            ))
                         }
                     },
                 )?;
@@ -352,15 +389,19 @@ impl ReactAgent {
         }
         if let Some(review) = self.review {
             paths.push(REVIEW_NODE);
-            let node = NodeSpec::new(move |state: AgentStateView, ctx: TaskContext| {
-                std::future::ready(review.review(&state, &ctx, entry))
+            let node = NodeSpec::new(move |state: StateValues, ctx: TaskContext| {
+                let messages = messages_at(&state, "messages");
+                std::future::ready(messages.and_then(|m| review.review(&state, &m, &ctx, entry)))
             })
             .destinations(["tools", entry]);
             graph.add_node_spec(REVIEW_NODE, node)?;
         }
         graph.add_conditional_edges(
             routed_from,
-            move |state: &AgentStateView| router.route(state),
+            move |state: &StateValues| match messages_at(state, "messages") {
+                Ok(messages) => router.route(state, &messages),
+                Err(_) => vec![Route::To(router.end.to_owned())],
+            },
             Some(PathMap::from(paths)),
         )?;
         if return_direct.is_empty() {
@@ -368,7 +409,10 @@ impl ReactAgent {
         } else {
             graph.add_conditional_edges(
                 "tools",
-                move |state: &AgentStateView| after_tools(&state.messages, &return_direct, entry),
+                move |state: &StateValues| match messages_at(state, "messages") {
+                    Ok(messages) => after_tools(&messages, &return_direct, entry),
+                    Err(_) => entry,
+                },
                 Some(PathMap::from([entry, END])),
             )?;
         }
@@ -391,9 +435,9 @@ struct ModelCall {
 impl ModelCall {
     fn run(
         self,
-        state: AgentStateView,
+        state: StateValues,
         ctx: TaskContext,
-    ) -> impl Future<Output = Result<AgentStateUpdate, NodeError>> + std::marker::Send {
+    ) -> impl Future<Output = Result<StateValues, NodeError>> + std::marker::Send {
         let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
         async move {
             let model: SharedChatModel = match chosen {
@@ -402,21 +446,26 @@ impl ModelCall {
             };
             // What the pre-model hook chose to show the model, else the
             // conversation.
-            let input: &[Message] = if self.hook_input && !state.llm_input_messages.is_empty() {
-                &state.llm_input_messages
+            let hook_input = match self.hook_input {
+                true => messages_at(&state, "llm_input_messages")?,
+                false => Arc::new(Vec::new()),
+            };
+            let input = if hook_input.is_empty() {
+                messages_at(&state, "messages")?
             } else {
-                &state.messages
+                hook_input
             };
             // Every tool call answered once before the model sees the
             // conversation (borrowed when it already is).
-            let conversation = repair_history(input, self.repair)?;
+            let conversation = repair_history(&input, self.repair)?;
             // Without a prompt the model reads the conversation itself: no
             // copy of it per call.
             let prompted = self.prompt.apply(&conversation);
             let messages = prompted.as_deref().unwrap_or(&conversation);
             let answer = model.invoke(messages, &CallOptions::default()).await?;
             let answer = out_of_steps(answer, ctx.remaining_steps());
-            Ok(AgentStateUpdate::default().messages(vec![answer.into()]))
+            let answer: Vec<Message> = vec![answer.into()];
+            Ok(StateValues::single("messages", Value::new(answer)))
         }
     }
 }
@@ -433,8 +482,7 @@ struct Router {
 }
 
 impl Router {
-    fn route(&self, state: &AgentStateView) -> Vec<Route> {
-        let messages = &state.messages;
+    fn route(&self, state: &StateValues, messages: &Arc<Vec<Message>>) -> Vec<Route> {
         let Some(at) = messages.iter().rposition(|m| matches!(m, Message::Ai(_))) else {
             return vec![Route::To(self.end.to_owned())];
         };
@@ -470,7 +518,7 @@ impl Router {
         }
         match self.version {
             AgentVersion::V1 => vec![Route::To("tools".to_owned())],
-            AgentVersion::V2 => send_calls(messages, &pending),
+            AgentVersion::V2 => send_calls(state, &pending),
         }
     }
 }
@@ -502,7 +550,7 @@ pub const PRE_MODEL_HOOK: &str = "pre_model_hook";
 pub const POST_MODEL_HOOK: &str = "post_model_hook";
 
 /// Chooses a model per call ([`ReactAgent::dynamic_model`]).
-type SelectModel = dyn Fn(&AgentStateView, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
+type SelectModel = dyn Fn(&StateValues, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
     + std::marker::Send
     + Sync;
 
@@ -568,14 +616,23 @@ async fn structured_answer(
         .await?)
 }
 
+/// The messages at `key` of an agent state (shared, not copied, when the
+/// channel holds them live); none when the key is unset.
+fn messages_at(state: &StateValues, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
+    match state.get(key) {
+        Some(value) => Ok(value.clone().decode::<Vec<Message>>()?),
+        None => Ok(Arc::new(Vec::new())),
+    }
+}
+
 /// The node that writes an agent's structured answer.
 pub const STRUCTURED_RESPONSE_NODE: &str = "generate_structured_response";
 
-/// One `Send` to `tools` per call, each carrying the call and the messages
-/// it was made in (shared, not copied).
-fn send_calls(messages: &Arc<Vec<Message>>, calls: &[&ToolCall]) -> Vec<Route> {
-    let messages = Value::from_arc(messages.clone());
-    let state = Value::new(StateValues::single("messages", messages));
+/// One `Send` to `tools` per call, each carrying the call and the state it
+/// was made in (shared, not copied).
+fn send_calls(state: &StateValues, calls: &[&ToolCall]) -> Vec<Route> {
+    // The whole state (for injected state arguments), shared.
+    let state = Value::new(state.clone());
     calls
         .iter()
         .map(|call| {

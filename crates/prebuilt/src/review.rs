@@ -8,12 +8,12 @@
 //! dangling in the conversation.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use stategraph_core::Value;
 use stategraph_graph::{Command, NodeError, Send, StateValues, TaskContext};
 use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage};
 
-use crate::react::AgentStateView;
 use crate::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, ToolCallWithContext,
     request_human_review,
@@ -112,11 +112,12 @@ impl ToolReview {
     /// its pre-model hook) when none runs.
     pub(crate) fn review(
         &self,
-        state: &AgentStateView,
+        state: &StateValues,
+        conversation: &Arc<Vec<Message>>,
         ctx: &TaskContext,
         model_node: &str,
     ) -> Result<Command, NodeError> {
-        let Some(Message::Ai(last)) = state.messages.last() else {
+        let Some(Message::Ai(last)) = conversation.last() else {
             return Err(NodeError::new(
                 "ValueError",
                 "human review needs an AI message with tool calls last",
@@ -172,7 +173,7 @@ impl ToolReview {
             update.push(edited.into());
         }
         update.extend(answered);
-        let mut messages: Vec<Message> = state.messages.to_vec();
+        let mut messages: Vec<Message> = conversation.to_vec();
         apply(&mut messages, &update);
         let running: Vec<&ToolCall> = calls
             .iter()
@@ -182,7 +183,17 @@ impl ToolReview {
         if running.is_empty() {
             return Ok(command.goto(model_node));
         }
-        let state = Value::new(StateValues::single("messages", Value::new(messages)));
+        // The state the calls run in: this one, with the reviewed messages.
+        let mut reviewed = StateValues::default();
+        for (key, value) in state.pairs() {
+            let value = if &**key == "messages" {
+                Value::new(messages.clone())
+            } else {
+                value.clone()
+            };
+            reviewed.push(key.clone(), value);
+        }
+        let state = Value::new(reviewed);
         for call in running {
             let arg = ToolCallWithContext::new(call.clone(), state.clone());
             command = command.goto(Send::new("tools", arg));

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use serde_json::{Value as Json, json};
 use stategraph_core::RunnableConfig;
 use stategraph_graph::NodeError;
+use stategraph_graph::State;
 use stategraph_llm::{
     AiMessage, FnTool, Message, ScriptedChatModel, SharedChatModel, SharedTool, SystemMessage,
     ToolError,
 };
-use stategraph_prebuilt::create_react_agent;
+use stategraph_prebuilt::{AgentState, create_react_agent};
 
 fn echo() -> SharedTool {
     Arc::new(FnTool::typed(
@@ -48,6 +49,8 @@ async fn a_dynamic_model_is_chosen_per_call_with_the_tools_bound() {
     let unused = answering("never");
     let agent = create_react_agent(unused.clone(), [echo()])
         .dynamic_model(move |state, _ctx| {
+            // The typed view of the agent's state.
+            let state = AgentState::view(state).unwrap();
             let long = state.messages.last().is_some_and(|m| m.text().len() > 10);
             let model: SharedChatModel = if long { l.clone() } else { s.clone() };
             std::future::ready(Ok::<_, NodeError>(model))

@@ -10,6 +10,7 @@ mod support;
 
 mod agent_hooks;
 mod agent_options;
+mod agent_state;
 mod history;
 mod review;
 mod threads;
