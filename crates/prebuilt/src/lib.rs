@@ -2,6 +2,7 @@
 //! agent, the tool-call validation node and the human-review types.
 #![doc = include_str!("../README.md")]
 
+mod condition;
 mod history;
 mod interrupt;
 mod react;
@@ -10,6 +11,7 @@ mod schema_check;
 mod tool_node;
 mod validation;
 
+pub use condition::ToolsCondition;
 pub use history::{HistoryRepair, is_well_paired, missing_result_text, repair_history};
 pub use interrupt::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
