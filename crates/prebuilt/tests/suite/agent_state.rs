@@ -113,3 +113,57 @@ fn a_state_without_the_needed_keys_is_refused() {
         "{err}"
     );
 }
+
+/// Tools inside a subgraph may address the parent graph: their commands are
+/// merged into one, so every update lands and the parent goes on once.
+#[tokio::test]
+async fn tools_in_a_subgraph_can_command_the_parent() {
+    use stategraph_graph::{START, StateGraph};
+    use stategraph_prebuilt::ToolNode;
+
+    let to_parent = |name: &'static str| -> SharedTool {
+        Arc::new(FnTool::typed(
+            name,
+            "Reports upward.",
+            move |_args: Json, _ctx| async move {
+                let command = Command::new()
+                    .update("visited", Value::new(vec![name.to_owned()]))
+                    .goto("done")
+                    .to_parent();
+                Ok::<_, ToolError>(ToolOutput::from(command))
+            },
+        ))
+    };
+    let mut sub = StateGraph::typed::<Trip>();
+    sub.add_node(
+        "tools",
+        ToolNode::new([to_parent("north"), to_parent("south")]),
+    )
+    .unwrap();
+    sub.add_edge(START, "tools").unwrap();
+    let sub = sub.compile().unwrap();
+
+    let mut parent = StateGraph::typed::<Trip>();
+    parent.add_node("sub", sub).unwrap();
+    parent
+        .add_node("done", |_s: TripView| async move {
+            Ok::<_, stategraph_graph::NodeError>(TripUpdate::default().visited(vec!["done".into()]))
+        })
+        .unwrap();
+    parent.add_edge(START, "sub").unwrap();
+    let calls = AiMessage::new("").with_tool_calls(vec![
+        ToolCall::new("north", json!({})).with_id("n"),
+        ToolCall::new("south", json!({})).with_id("s"),
+    ]);
+    let input = Trip {
+        messages: vec![calls.into()],
+        ..Trip::default()
+    };
+    let out: Trip = parent
+        .compile()
+        .unwrap()
+        .invoke_typed(input, &RunnableConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.visited, ["north", "south", "done"]);
+}
