@@ -22,6 +22,7 @@ pub(crate) const LAYERS: &[(&str, u8)] = &[
     ("stategraph-graph", 4),
     ("stategraph-prebuilt", 5),
     ("stategraph", 6),
+    ("stategraph-bigtool", 6),
     ("stategraph-bench", 7),
     ("stategraph-server", 7),
 ];

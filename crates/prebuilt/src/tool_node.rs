@@ -384,9 +384,12 @@ impl ToolCallWithContext {
         Self { tool_call, state }
     }
 
-    /// The call a node input carries, live or in its JSON form; `None` for
-    /// any other input.
-    fn from_input(input: &Value) -> Result<Option<Self>, NodeError> {
+    /// The call a node input carries, live or in its JSON form (as a
+    /// checkpoint keeps a pending `Send`); `None` for any other input.
+    ///
+    /// # Errors
+    /// A JSON form whose tool call does not read.
+    pub fn from_input(input: &Value) -> Result<Option<Self>, NodeError> {
         if let Some(call) = input.downcast_ref::<Self>() {
             return Ok(Some(call.clone()));
         }

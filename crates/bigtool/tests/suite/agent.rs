@@ -1,0 +1,302 @@
+//! The BigTool agent end to end with the scripted model and the hash
+//! embedder: retrieval through the store or a function, what the model is
+//! offered, mixed calls, the fixes over langgraph-bigtool, persistence.
+
+use std::sync::Arc;
+
+use serde_json::{Value as Json, json};
+use stategraph_bigtool::{BigToolError, ToolRegistry, add_new, create_bigtool_agent};
+use stategraph_checkpoint::InMemorySaver;
+use stategraph_core::RunnableConfig;
+use stategraph_graph::{CompileOptions, CompiledStateGraph};
+use stategraph_llm::{
+    AiMessage, FnTool, HashEmbeddings, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError,
+};
+use stategraph_store::{InMemoryStore, IndexConfig};
+
+fn tool(name: &str) -> SharedTool {
+    let name = name.to_owned();
+    let label = name.clone();
+    Arc::new(FnTool::typed(
+        name.clone(),
+        format!("Computes the {name} of a number."),
+        move |_args: Json, ctx| {
+            let label = label.clone();
+            async move {
+                // Injected state reaches every tool.
+                let messages = ctx
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.to_json().ok())
+                    .map_or(0, |s| s["messages"].as_array().map_or(0, Vec::len));
+                Ok::<_, ToolError>(format!("{label} ran with {messages} messages in state"))
+            }
+        },
+    ))
+}
+
+fn registry(names: &[(&str, &str)]) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    for (id, name) in names {
+        registry.insert(*id, tool(name)).unwrap();
+    }
+    registry
+}
+
+async fn indexed_store(registry: &ToolRegistry) -> InMemoryStore {
+    let store = InMemoryStore::new()
+        .with_index(IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"]));
+    registry.index(&store, &["tools"]).await.unwrap();
+    store
+}
+
+fn call(name: &str, args: Json, id: &str) -> ToolCall {
+    ToolCall::new(name, args).with_id(id)
+}
+
+fn offered(model: &ScriptedChatModel, call: usize) -> Vec<String> {
+    model.calls()[call]
+        .options
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+async fn ask(agent: &CompiledStateGraph, question: &str, config: &RunnableConfig) -> Json {
+    agent
+        .invoke(json!({"messages": [["user", question]]}), config)
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn retrieved_tools_are_offered_on_the_next_call() {
+    let registry = registry(&[
+        ("t-cos", "cosine"),
+        ("t-sin", "sine"),
+        ("t-rev", "reverse_text"),
+    ]);
+    let store = indexed_store(&registry).await;
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({"query": "cosine"}),
+            "r",
+        )]),
+        AiMessage::new("").with_tool_calls(vec![call("cosine", json!({}), "c")]),
+        AiMessage::new("done"),
+    ]));
+    let agent = create_bigtool_agent(model.clone(), registry)
+        .limit(1)
+        .compile_options(CompileOptions::new().store(store))
+        .build()
+        .unwrap();
+    let out = ask(&agent, "cos?", &RunnableConfig::default()).await;
+    assert_eq!(offered(&model, 0), ["retrieve_tools"]);
+    assert_eq!(offered(&model, 1), ["retrieve_tools", "cosine"]);
+    assert_eq!(out["selected_tool_ids"], json!(["t-cos"]));
+    assert_eq!(
+        out["messages"][2]["content"],
+        r#"Available tools: ["cosine"]"#
+    );
+    assert!(
+        out["messages"][4]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("cosine ran with")
+    );
+}
+
+#[tokio::test]
+async fn retrieval_and_tool_calls_run_in_one_step() {
+    let registry = registry(&[("a", "alpha"), ("b", "beta")]);
+    let store = indexed_store(&registry).await;
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![
+            call("retrieve_tools", json!({"query": "beta"}), "r"),
+            call("alpha", json!({}), "x"),
+        ]),
+        AiMessage::new("done"),
+    ]));
+    let agent = create_bigtool_agent(model, registry)
+        .compile_options(CompileOptions::new().store(store))
+        .build()
+        .unwrap();
+    let out = ask(&agent, "both", &RunnableConfig::default()).await;
+    let messages: Vec<Message> = serde_json::from_value(out["messages"].clone()).unwrap();
+    // Both calls answered (in call order), then the final answer.
+    let answered: Vec<String> = messages
+        .iter()
+        .filter_map(|m| m.as_tool().map(|t| t.tool_call_id.clone()))
+        .collect();
+    assert_eq!(answered, ["r", "x"]);
+    assert!(stategraph_prebuilt::is_well_paired(&messages));
+}
+
+#[tokio::test]
+async fn a_custom_retriever_and_unknown_ids() {
+    let registry = registry(&[("math/add", "add"), ("text/upper", "upper")]);
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({"query": "math"}),
+            "r",
+        )]),
+        AiMessage::new("done"),
+    ]));
+    // Category lookup: every id under the query's prefix, and one that
+    // does not exist.
+    let agent = create_bigtool_agent(model.clone(), registry)
+        .retrieve_with(|query, _ctx| async move {
+            Ok::<_, ToolError>(vec![
+                format!("{query}/add"),
+                format!("{query}/missing"),
+                format!("{query}/add"),
+            ])
+        })
+        .build()
+        .unwrap();
+    let out = ask(&agent, "add", &RunnableConfig::default()).await;
+    assert_eq!(out["selected_tool_ids"], json!(["math/add"]));
+    let text = out["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        text.contains(r#"["add"]"#) && text.contains("math/missing"),
+        "{text}"
+    );
+    assert_eq!(offered(&model, 1), ["retrieve_tools", "add"]);
+}
+
+#[tokio::test]
+async fn a_failing_retrieval_is_answered_not_fatal() {
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({"query": "x"}),
+            "r",
+        )]),
+        AiMessage::new("done"),
+    ]));
+    // No store given: the default retrieval cannot search.
+    let agent = create_bigtool_agent(model, registry(&[("a", "alpha")]))
+        .build()
+        .unwrap();
+    let out = ask(&agent, "x", &RunnableConfig::default()).await;
+    let text = out["messages"][2]["content"].as_str().unwrap();
+    assert!(
+        text.contains("retrieval failed") && text.contains("no store"),
+        "{text}"
+    );
+    assert_eq!(out["messages"][3]["content"], "done");
+}
+
+#[test]
+fn ambiguous_registries_are_refused() {
+    let mut registry = registry(&[("a", "alpha")]);
+    assert!(matches!(
+        registry.insert("a", tool("other")),
+        Err(BigToolError::DuplicateId(id)) if id == "a"
+    ));
+    registry.insert("b", tool("alpha")).unwrap();
+    let model = ScriptedChatModel::new([AiMessage::new("x")]);
+    let err = create_bigtool_agent(model, registry).build().unwrap_err();
+    assert!(
+        matches!(err, BigToolError::DuplicateName { ref name, .. } if name == "alpha"),
+        "{err}"
+    );
+    let model = ScriptedChatModel::new([AiMessage::new("x")]);
+    let err = create_bigtool_agent(model, registry_named_retrieve())
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, BigToolError::ReservedName(_)), "{err}");
+}
+
+fn registry_named_retrieve() -> ToolRegistry {
+    registry(&[("r", "retrieve_tools")])
+}
+
+#[test]
+fn the_reducer_adds_each_id_once() {
+    let ids = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        add_new(ids(&["a"]), ids(&["b", "a", "b"])),
+        ids(&["a", "b"])
+    );
+}
+
+/// Two turns on one thread: the selection persists (and is bounded), a
+/// per-turn agent starts each question from retrieval alone, and another
+/// thread starts empty.
+#[tokio::test]
+async fn selections_persist_per_thread_and_can_be_bounded() {
+    let names = [("a", "alpha"), ("b", "beta"), ("c", "gamma")];
+    let script = |query: &'static str, id: &'static str| {
+        vec![
+            AiMessage::new("").with_tool_calls(vec![call(
+                "retrieve_tools",
+                json!({"query": query}),
+                id,
+            )]),
+            AiMessage::new("done"),
+        ]
+    };
+    let mut turns = script("alpha", "r1");
+    turns.extend(script("beta", "r2"));
+    turns.extend(script("gamma", "r3"));
+    let model = Arc::new(ScriptedChatModel::new(turns));
+    let reg = registry(&names);
+    let store = indexed_store(&reg).await;
+    let agent = create_bigtool_agent(model.clone(), reg)
+        .limit(1)
+        .max_selected(2)
+        .compile_options(
+            CompileOptions::new()
+                .store(store)
+                .checkpointer(InMemorySaver::new()),
+        )
+        .build()
+        .unwrap();
+    let thread = RunnableConfig::thread("t");
+    for question in ["one", "two", "three"] {
+        ask(&agent, question, &thread).await;
+    }
+    let out = ask(&agent, "four", &RunnableConfig::thread("other")).await;
+    assert_eq!(
+        out["selected_tool_ids"],
+        json!(["a"]),
+        "a new thread starts empty"
+    );
+    // On the first thread: three ids recorded, the newest two offered.
+    let state = agent
+        .get_state(&thread)
+        .await
+        .unwrap()
+        .values
+        .to_json()
+        .unwrap();
+    assert_eq!(state["selected_tool_ids"], json!(["a", "b", "c"]));
+    assert_eq!(offered(&model, 5), ["retrieve_tools", "beta", "gamma"]);
+
+    // Per turn: the second question starts from retrieval alone.
+    let mut turns = script("alpha", "p1");
+    turns.extend(script("beta", "p2"));
+    let model = Arc::new(ScriptedChatModel::new(turns));
+    let reg = registry(&names);
+    let store = indexed_store(&reg).await;
+    let agent = create_bigtool_agent(model.clone(), reg)
+        .limit(1)
+        .per_turn_selection(true)
+        .compile_options(
+            CompileOptions::new()
+                .store(store)
+                .checkpointer(InMemorySaver::new()),
+        )
+        .build()
+        .unwrap();
+    ask(&agent, "one", &thread).await;
+    ask(&agent, "two", &thread).await;
+    assert_eq!(offered(&model, 2), ["retrieve_tools"]);
+    assert_eq!(offered(&model, 3), ["retrieve_tools", "beta"]);
+}
