@@ -1,6 +1,7 @@
 //! Benchmark workloads of stategraph, in the LangGraph harnesses' output format.
 #![doc = include_str!("../README.md")]
 
+mod bigtool;
 mod checkpoint;
 mod checkpoint_postgres;
 mod checkpoint_sqlite;
@@ -37,6 +38,7 @@ pub struct Outcome {
 pub fn workloads() -> Vec<Workload> {
     let mut all = graphs::workloads();
     all.extend(typed::workloads());
+    all.extend(bigtool::workloads());
     all.extend(checkpoint::workloads());
     all.extend(checkpoint_sqlite::workloads());
     all.extend(checkpoint_postgres::workloads());
