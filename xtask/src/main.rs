@@ -239,6 +239,7 @@ fn ci(root: &Path) -> Result<()> {
         "legal_analysis",
         "code_generation",
         "tool_review",
+        "bigtool",
     ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);
