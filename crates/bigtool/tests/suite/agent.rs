@@ -300,3 +300,55 @@ async fn selections_persist_per_thread_and_can_be_bounded() {
     assert_eq!(offered(&model, 2), ["retrieve_tools"]);
     assert_eq!(offered(&model, 3), ["retrieve_tools", "beta"]);
 }
+
+/// The same flow with the saver and the indexed store in one SQLite file,
+/// reopened between the two questions (another process would do the same).
+#[tokio::test]
+async fn the_agent_persists_on_sqlite() {
+    use stategraph_checkpoint_sqlite::{SqliteSaver, SqliteStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agent.db");
+    let index = || IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"]);
+    let names = [("a", "alpha"), ("b", "beta")];
+    let store = SqliteStore::open(&db).await.unwrap().with_index(index());
+    registry(&names).index(&store, &["tools"]).await.unwrap();
+    let thread = RunnableConfig::thread("sqlite");
+    for (query, id) in [("alpha", "r1"), ("beta", "r2")] {
+        // Ids of its own per process: a restarted scripted model would
+        // count from `ai-0` again and replace the saved answers.
+        let model = ScriptedChatModel::new([
+            AiMessage::new("")
+                .with_tool_calls(vec![call("retrieve_tools", json!({"query": query}), id)])
+                .with_id(format!("{id}-ask")),
+            AiMessage::new("done").with_id(format!("{id}-done")),
+        ]);
+        let store = SqliteStore::open(&db).await.unwrap().with_index(index());
+        let agent = create_bigtool_agent(model, registry(&names))
+            .limit(1)
+            .compile_options(
+                CompileOptions::new()
+                    .store(store)
+                    .checkpointer(SqliteSaver::open(&db).unwrap()),
+            )
+            .build()
+            .unwrap();
+        ask(&agent, query, &thread).await;
+    }
+    let agent = create_bigtool_agent(
+        ScriptedChatModel::new([AiMessage::new("x")]),
+        registry(&names),
+    )
+    .compile_options(CompileOptions::new().checkpointer(SqliteSaver::open(&db).unwrap()))
+    .build()
+    .unwrap();
+    let state = agent
+        .get_state(&thread)
+        .await
+        .unwrap()
+        .values
+        .to_json()
+        .unwrap();
+    assert_eq!(state["selected_tool_ids"], json!(["a", "b"]));
+    assert_eq!(state["messages"].as_array().unwrap().len(), 8);
+}
