@@ -301,19 +301,15 @@ async fn selections_persist_per_thread_and_can_be_bounded() {
     assert_eq!(offered(&model, 3), ["retrieve_tools", "beta"]);
 }
 
-/// The same flow with the saver and the indexed store in one SQLite file,
-/// reopened between the two questions (another process would do the same).
-#[tokio::test]
-async fn the_agent_persists_on_sqlite() {
-    use stategraph_checkpoint_sqlite::{SqliteSaver, SqliteStore};
-
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("agent.db");
-    let index = || IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"]);
+/// Two questions on one thread, each by an agent opened afresh (as another
+/// process would): the selection and the conversation persist.
+async fn selection_persists<F, Fut>(open: F, thread: &str)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = CompileOptions>,
+{
     let names = [("a", "alpha"), ("b", "beta")];
-    let store = SqliteStore::open(&db).await.unwrap().with_index(index());
-    registry(&names).index(&store, &["tools"]).await.unwrap();
-    let thread = RunnableConfig::thread("sqlite");
+    let thread = RunnableConfig::thread(thread);
     for (query, id) in [("alpha", "r1"), ("beta", "r2")] {
         // Ids of its own per process: a restarted scripted model would
         // count from `ai-0` again and replace the saved answers.
@@ -323,25 +319,18 @@ async fn the_agent_persists_on_sqlite() {
                 .with_id(format!("{id}-ask")),
             AiMessage::new("done").with_id(format!("{id}-done")),
         ]);
-        let store = SqliteStore::open(&db).await.unwrap().with_index(index());
         let agent = create_bigtool_agent(model, registry(&names))
             .limit(1)
-            .compile_options(
-                CompileOptions::new()
-                    .store(store)
-                    .checkpointer(SqliteSaver::open(&db).unwrap()),
-            )
+            .compile_options(open().await)
             .build()
             .unwrap();
         ask(&agent, query, &thread).await;
     }
-    let agent = create_bigtool_agent(
-        ScriptedChatModel::new([AiMessage::new("x")]),
-        registry(&names),
-    )
-    .compile_options(CompileOptions::new().checkpointer(SqliteSaver::open(&db).unwrap()))
-    .build()
-    .unwrap();
+    let model = ScriptedChatModel::new([AiMessage::new("x")]);
+    let agent = create_bigtool_agent(model, registry(&names))
+        .compile_options(open().await)
+        .build()
+        .unwrap();
     let state = agent
         .get_state(&thread)
         .await
@@ -351,4 +340,74 @@ async fn the_agent_persists_on_sqlite() {
         .unwrap();
     assert_eq!(state["selected_tool_ids"], json!(["a", "b"]));
     assert_eq!(state["messages"].as_array().unwrap().len(), 8);
+}
+
+fn hash_index() -> IndexConfig {
+    IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"])
+}
+
+/// The saver and the indexed store in one SQLite file.
+#[tokio::test]
+async fn the_agent_persists_on_sqlite() {
+    use stategraph_checkpoint_sqlite::{SqliteSaver, SqliteStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agent.db");
+    let store = SqliteStore::open(&db)
+        .await
+        .unwrap()
+        .with_index(hash_index());
+    registry(&[("a", "alpha"), ("b", "beta")])
+        .index(&store, &["tools"])
+        .await
+        .unwrap();
+    let open = || async {
+        let store = SqliteStore::open(&db)
+            .await
+            .unwrap()
+            .with_index(hash_index());
+        CompileOptions::new()
+            .store(store)
+            .checkpointer(SqliteSaver::open(&db).unwrap())
+    };
+    selection_persists(open, "sqlite").await;
+}
+
+/// The same on the PostgreSQL cluster `cargo xtask ci` starts.
+#[tokio::test]
+async fn the_agent_persists_on_postgres() {
+    use stategraph_checkpoint_postgres::{PostgresSaver, PostgresStore};
+
+    let url = match std::env::var("STATEGRAPH_TEST_POSTGRES_URL") {
+        Ok(url) => url,
+        // CI must not pass without it.
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("STATEGRAPH_TEST_POSTGRES_URL is not set under CI")
+        }
+        Err(_) => {
+            eprintln!("STATEGRAPH_TEST_POSTGRES_URL is not set: PostgreSQL part not run");
+            return;
+        }
+    };
+    let store = PostgresStore::connect(&url)
+        .await
+        .unwrap()
+        .with_index(hash_index());
+    store.setup().await.unwrap();
+    // A thread of our own; indexing the same tools again is harmless.
+    let unique = format!("{}", std::process::id());
+    registry(&[("a", "alpha"), ("b", "beta")])
+        .index(&store, &["tools"])
+        .await
+        .unwrap();
+    let open = || async {
+        let store = PostgresStore::connect(&url)
+            .await
+            .unwrap()
+            .with_index(hash_index());
+        CompileOptions::new()
+            .store(store)
+            .checkpointer(PostgresSaver::connect(&url).await.unwrap())
+    };
+    selection_persists(open, &format!("postgres-{unique}")).await;
 }
