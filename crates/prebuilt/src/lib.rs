@@ -22,7 +22,9 @@ pub use react::{
 };
 pub use review::{REVIEW_NODE, ToolReview};
 
-pub use tool_node::{ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, tools_condition};
+pub use tool_node::{
+    ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, interrupt, tools_condition,
+};
 pub use validation::{
     ArgIssue, ArgSchema, ErrorFormatter, TypedArgSchema, ValidationError, ValidationNode,
 };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use stategraph_core::Value;
-use stategraph_graph::{Command, IntoNode, NodeError, StateValues, TaskContext};
+use stategraph_graph::{Command, Interrupted, IntoNode, NodeError, StateValues, TaskContext};
 use stategraph_llm::{
     Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage,
     error_message,
@@ -252,11 +252,13 @@ impl ToolNode {
         ))
     }
 
-    /// The context every tool call of a task starts from.
+    /// The context every tool call of a task starts from (the task itself
+    /// included, for [`interrupt`]).
     fn context(&self, state: Value, ctx: &TaskContext) -> ToolContext {
         let base = ToolContext::default()
             .with_state(state)
-            .with_config(ctx.config().clone());
+            .with_config(ctx.config().clone())
+            .with_extension(Arc::new(ctx.clone()));
         match ctx.store() {
             Some(store) => base.with_store(store.clone()),
             None => base,
@@ -298,12 +300,44 @@ impl ToolNode {
                 Some(command) => Ok(Answer::Command(command.clone())),
                 None => Ok(Answer::Message(output.into_message(call))),
             },
+            // An interrupt pauses the run: no error policy may catch it.
+            Err(error) if interrupted(&error).is_some() => {
+                Err(interrupted(&error).cloned().map_or_else(
+                    || NodeError::new("Interrupted", error.to_string()),
+                    NodeError::from,
+                ))
+            }
             Err(error) => match self.errors.text(call, &error) {
                 Some(text) => Ok(Answer::Message(error_message(call, text))),
                 None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
             },
         }
     }
+}
+
+/// Pauses the run from inside a tool (LangGraph's `interrupt()` in a
+/// tool): the tool returns the error (`interrupt(&ctx, question)?`), the run
+/// stops after the step with the interrupt, and resuming runs the tool again,
+/// this time getting the answer. No [`ToolErrors`] policy catches it. Each
+/// call of the v2 agent is a task of its own, so each gets its own interrupt
+/// id.
+///
+/// # Errors
+/// The interrupt, while it has no answer; a failure when the tool runs
+/// outside a [`ToolNode`] (no task to pause).
+pub fn interrupt(
+    ctx: &ToolContext,
+    value: impl serde::Serialize + std::marker::Send + Sync + 'static,
+) -> Result<Value, ToolError> {
+    let task = ctx
+        .get::<TaskContext>()
+        .ok_or_else(|| ToolError::failed("interrupt() needs the tool to run in a ToolNode"))?;
+    task.interrupt(value).map_err(ToolError::from_source)
+}
+
+/// The interrupt a tool failure carries, if it is one.
+fn interrupted(error: &ToolError) -> Option<&Interrupted> {
+    std::error::Error::source(error).and_then(|source| source.downcast_ref::<Interrupted>())
 }
 
 /// How a tool call was answered.

@@ -14,6 +14,7 @@ mod agent_state;
 mod history;
 mod review;
 mod threads;
+mod tool_interrupts;
 mod trace_27_react_agent;
 mod trace_28_tool_node;
 mod trace_29_injected_args;
