@@ -1,23 +1,29 @@
 //! [`create_react_agent`]: a model calling tools in a loop until it answers.
+//!
+//! `mod.rs` holds the builder and wires the graph; `call` is the model
+//! call (model choice, prompt, structured answer); `route` decides where an
+//! answer goes.
+
+mod call;
+mod route;
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-
 use stategraph_core::Value;
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError, NodeSpec, PathMap,
-    Route, START, Schema, Send, State, StateGraph, StateValues, TaskContext,
+    Route, START, Schema, State, StateGraph, StateValues, TaskContext,
 };
 use stategraph_llm::{
-    AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, SharedTool,
-    SystemMessage, ToolCall,
+    ChatModel, Message, OutputSchema, SharedChatModel, SharedTool, SystemMessage,
 };
 
+use self::call::{ModelCall, ModelSelector, Prompt, messages_at, structured_answer};
+use self::route::{Router, after_tools};
 use crate::review::REVIEW_NODE;
-use crate::{HistoryRepair, ToolCallWithContext, ToolNode, ToolReview, repair_history};
+use crate::{HistoryRepair, ToolNode, ToolReview};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
@@ -420,237 +426,10 @@ impl ReactAgent {
     }
 }
 
-/// The agent node's model call.
-#[derive(Clone)]
-struct ModelCall {
-    model: SharedChatModel,
-    schemas: Vec<stategraph_llm::ToolSchema>,
-    select: Option<ModelSelector>,
-    prompt: Prompt,
-    repair: HistoryRepair,
-    // Whether a pre-model hook may give `llm_input_messages`.
-    hook_input: bool,
-}
-
-impl ModelCall {
-    fn run(
-        self,
-        state: StateValues,
-        ctx: TaskContext,
-    ) -> impl Future<Output = Result<StateValues, NodeError>> + std::marker::Send {
-        let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
-        async move {
-            let model: SharedChatModel = match chosen {
-                Some(chosen) => Arc::new(chosen.await?.bind_tools(self.schemas)),
-                None => self.model,
-            };
-            // What the pre-model hook chose to show the model, else the
-            // conversation.
-            let hook_input = match self.hook_input {
-                true => messages_at(&state, "llm_input_messages")?,
-                false => Arc::new(Vec::new()),
-            };
-            let input = if hook_input.is_empty() {
-                messages_at(&state, "messages")?
-            } else {
-                hook_input
-            };
-            // Every tool call answered once before the model sees the
-            // conversation (borrowed when it already is).
-            let conversation = repair_history(&input, self.repair)?;
-            // Without a prompt the model reads the conversation itself: no
-            // copy of it per call.
-            let prompted = self.prompt.apply(&conversation);
-            let messages = prompted.as_deref().unwrap_or(&conversation);
-            let answer = model.invoke(messages, &CallOptions::default()).await?;
-            let answer = out_of_steps(answer, ctx.remaining_steps());
-            let answer: Vec<Message> = vec![answer.into()];
-            Ok(StateValues::single("messages", Value::new(answer)))
-        }
-    }
-}
-
-/// Where an answer goes (LangGraph's `should_continue`, and its
-/// post-model-hook router): the calls of the last AI message that have no
-/// result yet to `tools` (one task, or one `Send` each) or to review; back
-/// to the entry when a hook answered them; else the end.
-struct Router {
-    version: AgentVersion,
-    entry: &'static str,
-    end: &'static str,
-    review: Option<ToolReview>,
-}
-
-impl Router {
-    fn route(&self, state: &StateValues, messages: &Arc<Vec<Message>>) -> Vec<Route> {
-        let Some(at) = messages.iter().rposition(|m| matches!(m, Message::Ai(_))) else {
-            return vec![Route::To(self.end.to_owned())];
-        };
-        let Message::Ai(last) = &messages[at] else {
-            return vec![Route::To(self.end.to_owned())];
-        };
-        let answered: HashSet<&str> = messages[at + 1..]
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool(result) => Some(result.tool_call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        let pending: Vec<&ToolCall> = last
-            .tool_calls
-            .iter()
-            .filter(|call| !answered.contains(call.id.as_deref().unwrap_or("")))
-            .collect();
-        if pending.is_empty() {
-            let next = if matches!(messages.last(), Some(Message::Tool(_))) {
-                self.entry
-            } else {
-                self.end
-            };
-            return vec![Route::To(next.to_owned())];
-        }
-        if self
-            .review
-            .as_ref()
-            .is_some_and(|review| review.wants(last))
-        {
-            return vec![Route::To(REVIEW_NODE.to_owned())];
-        }
-        match self.version {
-            AgentVersion::V1 => vec![Route::To("tools".to_owned())],
-            AgentVersion::V2 => send_calls(state, &pending),
-        }
-    }
-}
-
-/// After `tools` when some tools return directly (LangGraph's
-/// `route_tool_responses`): the end when one of them answered, else the
-/// entry.
-fn after_tools(
-    messages: &[Message],
-    return_direct: &HashSet<String>,
-    entry: &'static str,
-) -> &'static str {
-    let direct = |name: &str| return_direct.contains(name);
-    for message in messages.iter().rev() {
-        match message {
-            Message::Tool(result) if result.name.as_deref().is_some_and(direct) => return END,
-            Message::Tool(_) => {}
-            // Parallel calls answered in other tasks.
-            Message::Ai(ai) if ai.tool_calls.iter().any(|c| direct(&c.name)) => return END,
-            _ => break,
-        }
-    }
-    entry
-}
-
 /// The node of a pre-model hook.
 pub const PRE_MODEL_HOOK: &str = "pre_model_hook";
 /// The node of a post-model hook.
 pub const POST_MODEL_HOOK: &str = "post_model_hook";
 
-/// Chooses a model per call ([`ReactAgent::dynamic_model`]).
-type SelectModel = dyn Fn(&StateValues, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
-    + std::marker::Send
-    + Sync;
-
-/// A [`SelectModel`] function (shown as `ModelSelector(..)`).
-#[derive(Clone)]
-struct ModelSelector(Arc<SelectModel>);
-
-impl std::fmt::Debug for ModelSelector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ModelSelector(..)")
-    }
-}
-
-/// A function making the messages sent from the conversation.
-type PromptFn = dyn Fn(&[Message]) -> Vec<Message> + std::marker::Send + Sync;
-
-/// What the model is sent besides the conversation.
-#[derive(Clone, Default)]
-enum Prompt {
-    #[default]
-    None,
-    /// A system message first.
-    System(Message),
-    /// The messages a function makes of the conversation.
-    Fn(Arc<PromptFn>),
-}
-
-impl Prompt {
-    /// The messages to send, when they are not the conversation itself.
-    fn apply(&self, conversation: &[Message]) -> Option<Vec<Message>> {
-        match self {
-            Self::None => None,
-            Self::System(prompt) => {
-                let mut messages = Vec::with_capacity(conversation.len() + 1);
-                messages.push(prompt.clone());
-                messages.extend(conversation.iter().cloned());
-                Some(messages)
-            }
-            Self::Fn(prompt) => Some(prompt(conversation)),
-        }
-    }
-}
-
-impl std::fmt::Debug for Prompt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::None => f.write_str("None"),
-            Self::System(message) => f.debug_tuple("System").field(message).finish(),
-            Self::Fn(_) => f.write_str("Fn(..)"),
-        }
-    }
-}
-
-/// `model`'s answer to `messages` as JSON fitting `schema`.
-async fn structured_answer(
-    model: SharedChatModel,
-    schema: OutputSchema,
-    messages: Vec<Message>,
-) -> Result<serde_json::Value, NodeError> {
-    let options = CallOptions::default();
-    Ok(model
-        .invoke_structured(&messages, &options, &schema)
-        .await?)
-}
-
-/// The messages at `key` of an agent state (shared, not copied, when the
-/// channel holds them live); none when the key is unset.
-fn messages_at(state: &StateValues, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
-    match state.get(key) {
-        Some(value) => Ok(value.clone().decode::<Vec<Message>>()?),
-        None => Ok(Arc::new(Vec::new())),
-    }
-}
-
 /// The node that writes an agent's structured answer.
 pub const STRUCTURED_RESPONSE_NODE: &str = "generate_structured_response";
-
-/// One `Send` to `tools` per call, each carrying the call and the state it
-/// was made in (shared, not copied).
-fn send_calls(state: &StateValues, calls: &[&ToolCall]) -> Vec<Route> {
-    // The whole state (for injected state arguments), shared.
-    let state = Value::new(state.clone());
-    calls
-        .iter()
-        .map(|call| {
-            let arg = ToolCallWithContext::new((*call).clone(), state.clone());
-            Route::Send(Send::new("tools", arg))
-        })
-        .collect()
-}
-
-/// The model's answer, or LangGraph's "need more steps" answer when it
-/// calls tools with fewer than two steps left (no room for the tools and
-/// another model call).
-fn out_of_steps(answer: AiMessage, remaining_steps: i64) -> AiMessage {
-    if remaining_steps < 2 && !answer.tool_calls.is_empty() {
-        let mut sorry = AiMessage::new(NEED_MORE_STEPS);
-        sorry.id = answer.id;
-        sorry
-    } else {
-        answer
-    }
-}

@@ -1,0 +1,153 @@
+//! The agent's model call: which model, what it is sent, what it answers.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use stategraph_core::Value;
+use stategraph_graph::{NodeError, StateValues, TaskContext};
+use stategraph_llm::{
+    AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, ToolSchema,
+};
+
+use super::NEED_MORE_STEPS;
+use crate::{HistoryRepair, repair_history};
+
+/// The agent node's model call.
+#[derive(Clone)]
+pub(super) struct ModelCall {
+    pub(super) model: SharedChatModel,
+    pub(super) schemas: Vec<ToolSchema>,
+    pub(super) select: Option<ModelSelector>,
+    pub(super) prompt: Prompt,
+    pub(super) repair: HistoryRepair,
+    // Whether a pre-model hook may give `llm_input_messages`.
+    pub(super) hook_input: bool,
+}
+
+impl ModelCall {
+    pub(super) fn run(
+        self,
+        state: StateValues,
+        ctx: TaskContext,
+    ) -> impl Future<Output = Result<StateValues, NodeError>> + std::marker::Send {
+        let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
+        async move {
+            let model: SharedChatModel = match chosen {
+                Some(chosen) => Arc::new(chosen.await?.bind_tools(self.schemas)),
+                None => self.model,
+            };
+            // What the pre-model hook chose to show the model, else the
+            // conversation.
+            let hook_input = match self.hook_input {
+                true => messages_at(&state, "llm_input_messages")?,
+                false => Arc::new(Vec::new()),
+            };
+            let input = if hook_input.is_empty() {
+                messages_at(&state, "messages")?
+            } else {
+                hook_input
+            };
+            // Every tool call answered once before the model sees the
+            // conversation (borrowed when it already is).
+            let conversation = repair_history(&input, self.repair)?;
+            // Without a prompt the model reads the conversation itself: no
+            // copy of it per call.
+            let prompted = self.prompt.apply(&conversation);
+            let messages = prompted.as_deref().unwrap_or(&conversation);
+            let answer = model.invoke(messages, &CallOptions::default()).await?;
+            let answer = out_of_steps(answer, ctx.remaining_steps());
+            let answer: Vec<Message> = vec![answer.into()];
+            Ok(StateValues::single("messages", Value::new(answer)))
+        }
+    }
+}
+
+/// Chooses a model per call ([`ReactAgent::dynamic_model`]).
+pub(super) type SelectModel = dyn Fn(&StateValues, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
+    + std::marker::Send
+    + Sync;
+
+/// A [`SelectModel`] function (shown as `ModelSelector(..)`).
+#[derive(Clone)]
+pub(super) struct ModelSelector(pub(super) Arc<SelectModel>);
+
+impl std::fmt::Debug for ModelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelSelector(..)")
+    }
+}
+
+/// A function making the messages sent from the conversation.
+pub(super) type PromptFn = dyn Fn(&[Message]) -> Vec<Message> + std::marker::Send + Sync;
+
+/// What the model is sent besides the conversation.
+#[derive(Clone, Default)]
+pub(super) enum Prompt {
+    #[default]
+    None,
+    /// A system message first.
+    System(Message),
+    /// The messages a function makes of the conversation.
+    Fn(Arc<PromptFn>),
+}
+
+impl Prompt {
+    /// The messages to send, when they are not the conversation itself.
+    pub(super) fn apply(&self, conversation: &[Message]) -> Option<Vec<Message>> {
+        match self {
+            Self::None => None,
+            Self::System(prompt) => {
+                let mut messages = Vec::with_capacity(conversation.len() + 1);
+                messages.push(prompt.clone());
+                messages.extend(conversation.iter().cloned());
+                Some(messages)
+            }
+            Self::Fn(prompt) => Some(prompt(conversation)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::System(message) => f.debug_tuple("System").field(message).finish(),
+            Self::Fn(_) => f.write_str("Fn(..)"),
+        }
+    }
+}
+
+/// `model`'s answer to `messages` as JSON fitting `schema`.
+pub(super) async fn structured_answer(
+    model: SharedChatModel,
+    schema: OutputSchema,
+    messages: Vec<Message>,
+) -> Result<serde_json::Value, NodeError> {
+    let options = CallOptions::default();
+    Ok(model
+        .invoke_structured(&messages, &options, &schema)
+        .await?)
+}
+
+/// The messages at `key` of an agent state (shared, not copied, when the
+/// channel holds them live); none when the key is unset.
+pub(super) fn messages_at(state: &StateValues, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
+    match state.get(key) {
+        Some(value) => Ok(value.clone().decode::<Vec<Message>>()?),
+        None => Ok(Arc::new(Vec::new())),
+    }
+}
+
+/// The model's answer, or LangGraph's "need more steps" answer when it
+/// calls tools with fewer than two steps left (no room for the tools and
+/// another model call).
+fn out_of_steps(answer: AiMessage, remaining_steps: i64) -> AiMessage {
+    if remaining_steps < 2 && !answer.tool_calls.is_empty() {
+        let mut sorry = AiMessage::new(NEED_MORE_STEPS);
+        sorry.id = answer.id;
+        sorry
+    } else {
+        answer
+    }
+}
