@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use stategraph_core::Value;
 use stategraph_graph::{Command, NodeError, Send, StateValues, TaskContext};
-use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage};
+use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage, add_messages};
 
 use crate::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, ToolCallWithContext,
@@ -173,8 +173,8 @@ impl ToolReview {
             update.push(edited.into());
         }
         update.extend(answered);
-        let mut messages: Vec<Message> = conversation.to_vec();
-        apply(&mut messages, &update);
+        // The state the calls run in, as the step will store it.
+        let messages = add_messages(conversation.to_vec(), update.clone());
         let running: Vec<&ToolCall> = calls
             .iter()
             .filter(|call| !skipped.contains(call.id.as_deref().unwrap_or("")))
@@ -223,23 +223,11 @@ impl ToolReview {
     }
 }
 
-/// A result of `call` the tool did not produce.
+/// A result of `call` the tool did not produce, with its id given here so
+/// the state the calls are sent with and the stored one agree.
 fn tool_message(call: &ToolCall, text: String) -> Message {
     let mut message = ToolMessage::new(text, call.id.clone().unwrap_or_default());
     message.name = Some(call.name.clone());
+    message.id = Some(uuid::Uuid::new_v4().to_string());
     message.into()
-}
-
-/// `update` applied to `messages` as `add_messages` would (same id
-/// replaces, others append), for the state the tool calls are sent with.
-fn apply(messages: &mut Vec<Message>, update: &[Message]) {
-    for message in update {
-        let slot = message
-            .id()
-            .and_then(|id| messages.iter().position(|m| m.id() == Some(id)));
-        match slot {
-            Some(at) => messages[at] = message.clone(),
-            None => messages.push(message.clone()),
-        }
-    }
 }
