@@ -4,7 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stategraph_core::Value;
+
 use crate::error::NodeError;
+use crate::node::{NodeOutput, TaskContext};
 
 /// Error classes LangGraph's default policy does not retry: programming
 /// errors that a retry cannot fix.
@@ -147,25 +150,12 @@ pub(crate) async fn with_retry<T, Fut>(
 where
     Fut: std::future::Future<Output = Result<T, NodeError>>,
 {
-    use futures::FutureExt;
-
     let mut attempts = 0;
     loop {
         // Attempts count from 1 (LangGraph's `node_attempt`).
-        let outcome = std::panic::AssertUnwindSafe(attempt(attempts + 1))
-            .catch_unwind()
-            .await;
-        let error = match outcome {
-            Ok(Ok(output)) => return Ok(output),
-            Ok(Err(error)) => error,
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "the node panicked".to_owned());
-                NodeError::new("Panic", message)
-            }
+        let error = match guarded(|| attempt(attempts + 1)).await {
+            Ok(output) => return Ok(output),
+            Err(error) => error,
         };
         if error.interrupts().is_some() {
             return Err(error);
@@ -186,6 +176,43 @@ where
         );
         tokio::time::sleep(wait).await;
     }
+}
+
+/// Runs a node that has no retry policy: one attempt, a panic (while the
+/// future is made or polled) becomes a `Panic` error. The common case's
+/// future stays small: no retry loop, no backoff timer.
+pub(crate) async fn once(
+    func: &crate::NodeFn,
+    input: Value,
+    ctx: TaskContext,
+) -> Result<NodeOutput, NodeError> {
+    guarded(|| func(input, ctx)).await
+}
+
+/// Makes an attempt's future and runs it; a panic in either becomes a
+/// `Panic` error.
+async fn guarded<T, Fut>(make: impl FnOnce() -> Fut) -> Result<T, NodeError>
+where
+    Fut: std::future::Future<Output = Result<T, NodeError>>,
+{
+    use futures::FutureExt;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    let outcome = match catch_unwind(AssertUnwindSafe(make)) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    outcome.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))
+}
+
+/// The error a node's panic becomes, with the panic's message.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> NodeError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the node panicked".to_owned());
+    NodeError::new("Panic", message)
 }
 
 pub(crate) fn matching<'a>(

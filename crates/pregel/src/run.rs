@@ -189,6 +189,8 @@ pub struct RunStream {
     run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
     info: Arc<RunInfo>,
     queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    // Chunks taken from `queue` in one lock, handed out one by one.
+    taken: VecDeque<StreamChunk>,
     error: Option<PregelError>,
     // The modes the caller asked for, and those printed (see `RunOptions::print_modes`).
     streamed: StreamModes,
@@ -259,6 +261,7 @@ impl RunStream {
             run: Some(Box::pin(run)),
             info,
             queue,
+            taken: VecDeque::new(),
             error: None,
             streamed: modes,
             printed,
@@ -272,13 +275,18 @@ impl RunStream {
     }
 
     /// The next chunk to hand out (chunks only printed are printed here).
-    fn pop(&self) -> Option<StreamChunk> {
+    /// With `refill`, takes what the queue holds when nothing taken is
+    /// left; without, hands out only chunks already taken (no lock).
+    fn pop(&mut self, refill: bool) -> Option<StreamChunk> {
         loop {
-            let chunk = self
-                .queue
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .pop_front()?;
+            if refill && self.taken.is_empty() {
+                let mut queue = self
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                std::mem::swap(&mut *queue, &mut self.taken);
+            }
+            let chunk = self.taken.pop_front()?;
             if self.printed.contains(chunk.mode) {
                 print_chunk(&chunk);
             }
@@ -294,7 +302,10 @@ impl Stream for RunStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
-            if let Some(chunk) = self.pop() {
+            // Chunks the run queued before it last returned were taken then;
+            // while it is alive, new ones are taken after polling it.
+            let finished = self.run.is_none();
+            if let Some(chunk) = self.pop(finished) {
                 return Poll::Ready(Some(Ok(chunk)));
             }
             let Some(run) = self.run.as_mut() else {
@@ -307,7 +318,7 @@ impl Stream for RunStream {
                 }
                 Poll::Pending => {
                     // The loop yields with chunks waiting; hand them out first.
-                    return match self.pop() {
+                    return match self.pop(true) {
                         Some(chunk) => Poll::Ready(Some(Ok(chunk))),
                         None => Poll::Pending,
                     };
@@ -1802,14 +1813,13 @@ fn run_node(
     use futures::future::Either;
     let spec = &graph.nodes[node];
     match (&spec.func, &spec.error_handler) {
-        (Some(func), None) => {
-            let name = graph.shape.node_name(node);
-            Either::Left(
-                run_with_retry(func, name, input, ctx, &spec.retry, spec.timeout)
-                    .map(|result| (None, result)),
-            )
+        // Most nodes: one attempt, nothing else around it.
+        (Some(func), None) if spec.retry.is_empty() && spec.timeout.is_none() => {
+            Either::Left(retry::once(func, input, ctx).map(|result| (None, result)))
         }
-        _ => Either::Right(run_task(graph, node, input, ctx)),
+        // Retries, timeouts and error handlers: boxed, so the common
+        // case's future stays small.
+        _ => Either::Right(run_task(graph, node, input, ctx).boxed()),
     }
 }
 

@@ -99,3 +99,33 @@ async fn the_recursion_limit_stops_a_loop_after_its_chunks() {
     assert_eq!(err.class(), "GraphRecursionError");
     assert!(err.to_string().starts_with("Recursion limit of 5 reached"));
 }
+
+#[tokio::test]
+async fn a_node_panicking_before_its_future_exists_fails_the_run_cleanly() {
+    let app = Pregel::builder()
+        .channel("n", LastValue::<i64>::new())
+        .unwrap()
+        .node(
+            "boom",
+            NodeBuilder::new()
+                .subscribe_only("n")
+                .func(|n: Value, _| {
+                    if n.decode_owned::<i64>().is_ok() {
+                        panic!("no future for you");
+                    }
+                    async { Ok::<_, NodeError>(Value::null()) }
+                })
+                .write_to(["n"]),
+        )
+        .unwrap()
+        .input("n")
+        .output("n")
+        .build()
+        .unwrap();
+    let err = app
+        .invoke(Value::new(1_i64), &RunnableConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "Panic");
+    assert!(err.to_string().contains("no future for you"), "{err}");
+}
