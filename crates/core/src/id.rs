@@ -68,7 +68,13 @@ impl CheckpointId {
         };
         *last = id;
         drop(last);
-        Self(uuid::Uuid::from_u128(id).hyphenated().to_string())
+        let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+        Self(
+            uuid::Uuid::from_u128(id)
+                .hyphenated()
+                .encode_lower(&mut text)
+                .to_owned(),
+        )
     }
 
     /// The id as text.

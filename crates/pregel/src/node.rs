@@ -437,16 +437,11 @@ impl TaskIdSeed {
 /// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits), with one
 /// allocation.
 fn uuid_shaped(hash: u128) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(36);
-    for (i, byte) in hash.to_be_bytes().into_iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            text.push('-');
-        }
-        text.push(char::from(HEX[usize::from(byte >> 4)]));
-        text.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    text
+    let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+    uuid::Uuid::from_u128(hash)
+        .hyphenated()
+        .encode_lower(&mut text)
+        .to_owned()
 }
 
 /// What distinguishes tasks of one node in one step.
@@ -499,12 +494,43 @@ pub(crate) fn checkpoint_task_id(
     uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
 }
 
-/// Appends `number` in decimal (as `to_string` writes it), without an
-/// intermediate string.
-fn push_decimal(bytes: &mut Vec<u8>, number: impl std::fmt::Display) {
-    use std::io::Write;
-    // Writing to a Vec cannot fail.
-    let _ = write!(bytes, "{number}");
+/// Appends `number` in decimal (as `to_string` writes it), without the
+/// formatting machinery.
+pub(crate) fn push_decimal(bytes: &mut Vec<u8>, number: impl Decimal) {
+    let (negative, mut rest) = number.sign_and_magnitude();
+    if negative {
+        bytes.push(b'-');
+    }
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `rest % 10` is below 10: the cast keeps it whole.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    bytes.extend_from_slice(&digits[at..]);
+}
+
+/// An integer [`push_decimal`] writes.
+pub(crate) trait Decimal {
+    /// Whether it is negative, and its magnitude.
+    fn sign_and_magnitude(self) -> (bool, u64);
+}
+
+impl Decimal for i64 {
+    fn sign_and_magnitude(self) -> (bool, u64) {
+        (self < 0, self.unsigned_abs())
+    }
+}
+
+impl Decimal for usize {
+    fn sign_and_magnitude(self) -> (bool, u64) {
+        (false, u64::try_from(self).unwrap_or(u64::MAX))
+    }
 }
 
 /// What a node function can see and do besides its input: its name, the
@@ -600,7 +626,7 @@ impl Scratchpad {
         task_path: String,
     ) -> Self {
         Self {
-            namespace: format!("{path}:{task_id}"),
+            namespace: [path, ":", &task_id].concat(),
             task_id,
             checkpoint,
             task_path,
@@ -1336,6 +1362,8 @@ mod tests {
         let mut bytes = Vec::new();
         push_decimal(&mut bytes, -12_i64);
         push_decimal(&mut bytes, 7_usize);
-        assert_eq!(bytes, b"-127");
+        push_decimal(&mut bytes, i64::MIN);
+        push_decimal(&mut bytes, 0_usize);
+        assert_eq!(bytes, format!("-127{}0", i64::MIN).as_bytes());
     }
 }

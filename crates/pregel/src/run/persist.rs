@@ -97,6 +97,16 @@ pub struct PregelTask {
 }
 
 /// Where a run saves and what it saved last.
+/// Exit durability: what the checkpoint saved at the end of the run is
+/// made from. Only its id is needed step by step (task ids hash it); its
+/// metadata and channel names are built once, when it is saved.
+struct AtExit {
+    id: CheckpointId,
+    source: CheckpointSource,
+    step: i64,
+    updated: Vec<ChannelId>,
+}
+
 pub(super) struct Persist {
     saver: SharedSaver,
     durability: Durability,
@@ -107,9 +117,9 @@ pub(super) struct Persist {
     saved_versions: Vec<Option<ChannelVersion>>,
     // The put in flight (async durability), chained after the previous ones.
     pending: Option<BoxFuture<'static, Result<()>>>,
-    // Exit durability: the id, metadata and updated channels of the state
-    // to save when the run ends (`None` = nothing new since the start).
-    at_exit: Option<(CheckpointId, CheckpointMetadata, Vec<String>)>,
+    // Exit durability: the state to save when the run ends (`None` =
+    // nothing new since the start).
+    at_exit: Option<AtExit>,
     // The checkpoint the current step started from: task ids hash it, and
     // the step's writes are saved against it. The same as the target's
     // except with exit durability, where it is the checkpoint `at_exit`
@@ -290,10 +300,19 @@ fn interrupts_of(value: &Value) -> Vec<Interrupt> {
 /// ordered by.
 fn task_path(path: &TaskPath, name: &str) -> String {
     match path {
-        TaskPath::Pull(_) => format!("~{}, {name}", names::PULL),
-        TaskPath::Push(index) => format!("~{}, {index:010}, 0000000000", names::PUSH),
-        TaskPath::Update(index) => format!("~{}, {index:010}", names::INTERRUPT),
+        TaskPath::Pull(_) => ["~", names::PULL, ", ", name].concat(),
+        TaskPath::Push(index) => ["~", names::PUSH, ", ", &padded(*index), ", 0000000000"].concat(),
+        TaskPath::Update(index) => ["~", names::INTERRUPT, ", ", &padded(*index)].concat(),
     }
+}
+
+/// `index` in decimal, zero-padded to ten digits (`{index:010}`).
+fn padded(index: usize) -> String {
+    let mut digits = Vec::with_capacity(20);
+    crate::node::push_decimal(&mut digits, index);
+    let mut text = "0".repeat(10usize.saturating_sub(digits.len()));
+    text.extend(digits.into_iter().map(char::from));
+    text
 }
 
 /// Reads the thread a run with a checkpointer works on.
@@ -373,7 +392,7 @@ impl Loop {
             let path = if namespace.is_empty() {
                 name.to_string()
             } else {
-                format!("{namespace}|{name}")
+                [namespace, "|", name].concat()
             };
             let id = match task.path {
                 TaskPath::Pull(node) => {
@@ -732,29 +751,33 @@ impl Loop {
         let Some(durability) = self.persist.as_ref().map(|p| p.durability) else {
             return Ok(());
         };
-        let mut metadata =
-            CheckpointMetadata::new(source, self.step).merged_with_config(&self.run.config);
-        if let Some(scope) = &self.run.scope {
-            metadata.parents.clone_from(&scope.parents);
-        }
         let announce = self.run.wants(StreamMode::Checkpoints) || self.run.wants(StreamMode::Debug);
-        let mut names: Vec<String> = updated
-            .iter()
-            .map(|c| self.graph.shape.channel_name(*c).to_owned())
-            .collect();
-        names.sort();
         if durability == Durability::Exit {
+            let metadata = announce.then(|| self.metadata(source, self.step));
             if let Some(persist) = self.persist.as_mut() {
                 let id = CheckpointId::new();
                 let parent = persist.current.replace(id.clone());
-                if announce {
-                    self.announced = Some(Announced::new(persist, id.clone(), parent, &metadata));
+                if let Some(metadata) = &metadata {
+                    self.announced = Some(Announced::new(persist, id.clone(), parent, metadata));
                 }
-                persist.at_exit = Some((id, metadata, names));
+                let mut kept = persist
+                    .at_exit
+                    .take()
+                    .map(|at| at.updated)
+                    .unwrap_or_default();
+                kept.clear();
+                kept.extend_from_slice(updated);
+                persist.at_exit = Some(AtExit {
+                    id,
+                    source,
+                    step: self.step,
+                    updated: kept,
+                });
             }
             return Ok(());
         }
-        let checkpoint = self.checkpoint(CheckpointId::new(), Some(names));
+        let metadata = self.metadata(source, self.step);
+        let checkpoint = self.checkpoint(CheckpointId::new(), Some(self.channel_names(updated)));
         if announce && let Some(persist) = self.persist.as_ref() {
             let parent = persist.current.clone();
             self.announced = Some(Announced::new(
@@ -779,6 +802,27 @@ impl Loop {
         }
     }
 
+    /// A checkpoint's metadata: its source and step, the run's metadata,
+    /// and the parent checkpoints of a subgraph run.
+    fn metadata(&self, source: CheckpointSource, step: i64) -> CheckpointMetadata {
+        let mut metadata =
+            CheckpointMetadata::new(source, step).merged_with_config(&self.run.config);
+        if let Some(scope) = &self.run.scope {
+            metadata.parents.clone_from(&scope.parents);
+        }
+        metadata
+    }
+
+    /// The sorted names of these channels (a checkpoint's updated channels).
+    fn channel_names(&self, channels: &[ChannelId]) -> Vec<String> {
+        let mut names: Vec<String> = channels
+            .iter()
+            .map(|c| self.graph.shape.channel_name(*c).to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The channels whose version changed since the last saved checkpoint.
     fn new_versions(&self) -> ChannelVersions {
         let saved = self
@@ -800,13 +844,13 @@ impl Loop {
     /// from the current state, before an interrupted step's writes are
     /// applied in memory (they are shown, not saved).
     pub(super) fn freeze_exit_checkpoint(&mut self) {
-        let Some((id, metadata, names)) = self.persist.as_mut().and_then(|p| p.at_exit.take())
-        else {
+        let Some(at) = self.persist.as_mut().and_then(|p| p.at_exit.take()) else {
             return;
         };
+        let names = self.channel_names(&at.updated);
         let exit = ExitCheckpoint {
-            checkpoint: self.checkpoint(id, Some(names)),
-            metadata,
+            checkpoint: self.checkpoint(at.id, Some(names)),
+            metadata: self.metadata(at.source, at.step),
             new_versions: self.new_versions(),
             versions: self.versions.clone(),
         };
@@ -1247,5 +1291,28 @@ pub(super) fn task_path_json(path: &TaskPath, name: &str) -> serde_json::Value {
         TaskPath::Pull(_) => serde_json::json!([names::PULL, name]),
         TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
         TaskPath::Update(index) => serde_json::json!([names::INTERRUPT, index]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_paths_read_as_langgraph_formats_them() {
+        assert_eq!(
+            task_path(&TaskPath::Pull(3), "agent"),
+            format!("~{}, agent", names::PULL)
+        );
+        for index in [0, 7, 1234567890, usize::MAX] {
+            assert_eq!(
+                task_path(&TaskPath::Push(index), "tools"),
+                format!("~{}, {index:010}, 0000000000", names::PUSH)
+            );
+            assert_eq!(
+                task_path(&TaskPath::Update(index), "tools"),
+                format!("~{}, {index:010}", names::INTERRUPT)
+            );
+        }
     }
 }
