@@ -88,7 +88,7 @@ fn retrieve_5000() -> Runner {
             .sum::<usize>();
         Outcome {
             chunks: chunks.len(),
-            check: json!({"chunks": chunks.len(), "selected": selected}),
+            check: json!({"chunks": chunks.len(), "selected": selected}).into(),
         }
     })
 }

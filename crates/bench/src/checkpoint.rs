@@ -119,7 +119,8 @@ fn put_many(saver: InMemorySaver) -> Outcome {
                 "checkpoints": CHECKPOINTS,
                 "channels": latest.checkpoint.channel_values.len(),
                 "last_step": latest.metadata.step,
-            }),
+            })
+            .into(),
         }
     })
 }

@@ -160,7 +160,7 @@ fn saver_put(prepared: bool) -> Runner {
                 .unwrap_or_else(|| panic!("the latest checkpoint is missing"));
             Outcome {
                 chunks: CHECKPOINTS,
-                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()),
+                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()).into(),
             }
         })
     })
@@ -214,7 +214,7 @@ fn raw_put() -> Runner {
             }
             Outcome {
                 chunks: CHECKPOINTS,
-                check: put_check(CHECKPOINTS, CHANNELS),
+                check: put_check(CHECKPOINTS, CHANNELS).into(),
             }
         })
     })

@@ -122,7 +122,7 @@ fn saver_put() -> Runner {
                 .unwrap_or_else(|| panic!("the latest checkpoint is missing"));
             Outcome {
                 chunks: CHECKPOINTS,
-                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()),
+                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()).into(),
             }
         })
     })
@@ -170,7 +170,7 @@ fn raw_put() -> Runner {
         }
         Outcome {
             chunks: CHECKPOINTS,
-            check: put_check(CHECKPOINTS, CHANNELS),
+            check: put_check(CHECKPOINTS, CHANNELS).into(),
         }
     })
 }

@@ -17,7 +17,7 @@ use stategraph_graph::{
 };
 use stategraph_pregel::{NodeUpdate, StreamMode, UpdatePayload};
 
-use crate::{Outcome, Runner, Workload};
+use crate::{Check, Outcome, Runner, Workload};
 
 pub(crate) fn workloads() -> Vec<Workload> {
     vec![
@@ -167,14 +167,16 @@ fn sequential_runner(n: usize) -> Runner {
     Box::new(move || {
         run += 1;
         let chunks = run_updates(&rt, &graph, &input, run);
-        let names: Vec<&str> = chunks.iter().map(|c| &*c.node).collect();
         Outcome {
             chunks: chunks.len(),
-            check: json!({
-                "chunks": chunks.len(),
-                "first_node": names.first(),
-                "last_node": names.last(),
-                "all_updates_empty": chunks.iter().all(|c| matches!(c.update, UpdatePayload::None)),
+            check: Check::later(move || {
+                let names: Vec<&str> = chunks.iter().map(|c| &*c.node).collect();
+                json!({
+                    "chunks": chunks.len(),
+                    "first_node": names.first(),
+                    "last_node": names.last(),
+                    "all_updates_empty": chunks.iter().all(|c| matches!(c.update, UpdatePayload::None)),
+                })
             }),
         }
     })
@@ -207,7 +209,7 @@ fn first_event_runner() -> Runner {
             .collect();
         Outcome {
             chunks: first.len(),
-            check: json!({"chunks": first.len(), "first": first}),
+            check: json!({"chunks": first.len(), "first": first}).into(),
         }
     })
 }
@@ -225,7 +227,7 @@ pub(crate) fn compilation_runner(builder: StateGraph, nodes: usize) -> Runner {
         assert_eq!(user_nodes, nodes);
         Outcome {
             chunks: 0,
-            check: json!({"user_nodes": user_nodes}),
+            check: json!({"user_nodes": user_nodes}).into(),
         }
     })
 }
@@ -247,21 +249,24 @@ fn joke_subgraph() -> CompiledStateGraph {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
             Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("subject"),
-                Value::new(format!("{subject} - hohoho")),
+                Value::new(concat_exact(&subject, " - hohoho")),
             )]))
         })?;
         sub.add_node("generate", |s: StateValues| async move {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
             Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("jokes"),
-                Value::new(vec![format!("Joke about {subject}")]),
+                Value::new(vec![Arc::<str>::from(concat_exact(
+                    "Joke about ",
+                    &subject,
+                ))]),
             )]))
         })?;
         sub.add_node("bump", |s: StateValues| async move {
             let joke = first_joke(&s);
             Ok::<_, NodeError>(StateValues::new(vec![(
                 Arc::from("jokes"),
-                Value::new(vec![format!("{joke} a")]),
+                Value::new(vec![Arc::<str>::from(concat_exact(joke, " a"))]),
             )]))
         })?;
         sub.add_edge(START, "edit")?;
@@ -311,12 +316,23 @@ fn subject_text(value: &Value) -> Cow<'_, str> {
     })
 }
 
+/// `a` then `b` in a string of exactly their length, as Python builds one
+/// (`format!` would leave up to twice the capacity, kept by every saved joke).
+fn concat_exact(a: &str, b: &str) -> String {
+    let mut text = String::with_capacity(a.len() + b.len());
+    text.push_str(a);
+    text.push_str(b);
+    text
+}
+
+/// The subgraph's joke. Jokes are shared strings: the parent's list holds
+/// the subgraph's strings, as Python's list holds references.
 fn first_joke(state: &StateValues) -> &str {
     let Some(jokes) = state.get("jokes") else {
         return "";
     };
-    if let Some(jokes) = jokes.downcast_ref::<Vec<String>>() {
-        return jokes.first().map_or("", String::as_str);
+    if let Some(jokes) = jokes.downcast_ref::<Vec<Arc<str>>>() {
+        return jokes.first().map_or("", |joke| &**joke);
     }
     jokes
         .as_json()
@@ -331,7 +347,7 @@ fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
             .key("subjects", LastValue::<Value>::new())
             .key(
                 "jokes",
-                BinaryOperatorAggregate::new(reducers::append::<Vec<String>>),
+                BinaryOperatorAggregate::new(reducers::append::<Vec<Arc<str>>>),
             ),
     );
     let result = (|| -> Result<(), stategraph_graph::GraphError> {
@@ -379,28 +395,30 @@ fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
     Box::new(move || {
         run += 1;
         let chunks = run_updates(&rt, &graph, &input, run);
-        let jokes: Vec<String> = chunks
-            .iter()
-            .filter(|c| &*c.node == "generate_joke")
-            .flat_map(|c| match &c.update {
-                UpdatePayload::Map(values) => values
-                    .get("jokes")
-                    .and_then(|j| j.clone().decode::<Vec<String>>().ok())
-                    .map(|j| (*j).clone())
-                    .unwrap_or_default(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let mut lengths: Vec<usize> = jokes.iter().map(|j| j.chars().count()).collect();
-        lengths.sort_unstable();
-        lengths.dedup();
         Outcome {
             chunks: chunks.len(),
-            check: json!({
-                "chunks": chunks.len(),
-                "jokes": jokes.len(),
-                "joke_lengths": lengths,
-                "all_end_with_10_bumps": jokes.iter().all(|j| j.ends_with(&format!(" - hohoho{BUMP_SUFFIX}"))),
+            check: Check::later(move || {
+                let jokes: Vec<Arc<str>> = chunks
+                    .iter()
+                    .filter(|c| &*c.node == "generate_joke")
+                    .flat_map(|c| match &c.update {
+                        UpdatePayload::Map(values) => values
+                            .get("jokes")
+                            .and_then(|j| j.clone().decode::<Vec<Arc<str>>>().ok())
+                            .map(|j| (*j).clone())
+                            .unwrap_or_default(),
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                let mut lengths: Vec<usize> = jokes.iter().map(|j| j.chars().count()).collect();
+                lengths.sort_unstable();
+                lengths.dedup();
+                json!({
+                    "chunks": chunks.len(),
+                    "jokes": jokes.len(),
+                    "joke_lengths": lengths,
+                    "all_end_with_10_bumps": jokes.iter().all(|j| j.ends_with(&format!(" - hohoho{BUMP_SUFFIX}"))),
+                })
             }),
         }
     })
@@ -643,29 +661,31 @@ pub(crate) fn wide_run(graph: CompiledStateGraph, outer: usize, inner: usize) ->
     Box::new(move || {
         run += 1;
         let chunks = run_updates(&rt, &graph, &input, run);
-        let mut messages_len = 1;
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for chunk in &chunks {
-            *counts.entry(&*chunk.node).or_default() += 1;
-            if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
-                messages_len += values
-                    .get("messages")
-                    .and_then(|v| v.downcast_ref::<List<Value>>())
-                    .map_or(0, List::len);
-            }
-        }
-        let node_counts: serde_json::Map<String, serde_json::Value> =
-            ["one", "two", "three", "four", "five", "six"]
-                .iter()
-                .map(|k| ((*k).to_owned(), json!(counts.get(k).copied().unwrap_or(0))))
-                .collect();
         Outcome {
             chunks: chunks.len(),
-            check: json!({
-                "chunks": chunks.len(),
-                "iterations": counts.get("six").copied().unwrap_or(0),
-                "final_messages_len": messages_len,
-                "node_counts": node_counts,
+            check: Check::later(move || {
+                let mut messages_len = 1;
+                let mut counts: HashMap<&str, usize> = HashMap::new();
+                for chunk in &chunks {
+                    *counts.entry(&*chunk.node).or_default() += 1;
+                    if let ("six", UpdatePayload::Map(values)) = (&*chunk.node, &chunk.update) {
+                        messages_len += values
+                            .get("messages")
+                            .and_then(|v| v.downcast_ref::<List<Value>>())
+                            .map_or(0, List::len);
+                    }
+                }
+                let node_counts: serde_json::Map<String, serde_json::Value> =
+                    ["one", "two", "three", "four", "five", "six"]
+                        .iter()
+                        .map(|k| ((*k).to_owned(), json!(counts.get(k).copied().unwrap_or(0))))
+                        .collect();
+                json!({
+                    "chunks": chunks.len(),
+                    "iterations": counts.get("six").copied().unwrap_or(0),
+                    "final_messages_len": messages_len,
+                    "node_counts": node_counts,
+                })
             }),
         }
     })

@@ -15,7 +15,7 @@ use stategraph_prebuilt::create_react_agent;
 use stategraph_pregel::UpdatePayload;
 
 use crate::graphs::{run_updates, runtime};
-use crate::{Outcome, Runner, Workload};
+use crate::{Check, Outcome, Runner, Workload};
 
 pub(crate) fn workloads() -> Vec<Workload> {
     vec![
@@ -81,43 +81,45 @@ fn runner(n: usize, checkpoint: bool) -> Runner {
     Box::new(move || {
         run += 1;
         let chunks = run_updates(&rt, &agent, &input, run);
-        let (mut ai, mut tool, mut final_len) = (0, 0, None);
-        let mut tool_lens = BTreeSet::new();
-        let mut alternating = true;
-        for (i, chunk) in chunks.iter().enumerate() {
-            alternating &= &*chunk.node == if i % 2 == 0 { "agent" } else { "tools" };
-            let UpdatePayload::Map(update) = &chunk.update else {
-                continue;
-            };
-            let Some(messages) = update
-                .get("messages")
-                .and_then(|m| m.downcast_ref::<Vec<Message>>())
-            else {
-                continue;
-            };
-            for message in messages {
-                match message {
-                    Message::Ai(m) => {
-                        ai += 1;
-                        final_len = Some(ascii_len(&m.content.text()));
-                    }
-                    Message::Tool(m) => {
-                        tool += 1;
-                        tool_lens.insert(ascii_len(&m.content.text()));
-                    }
-                    _ => {}
-                }
-            }
-        }
         Outcome {
             chunks: chunks.len(),
-            check: json!({
-                "chunks": chunks.len(),
-                "ai_messages": ai,
-                "tool_messages": tool,
-                "tool_result_lengths": tool_lens,
-                "final_answer_length": final_len,
-                "alternating": alternating,
+            check: Check::later(move || {
+                let (mut ai, mut tool, mut final_len) = (0, 0, None);
+                let mut tool_lens = BTreeSet::new();
+                let mut alternating = true;
+                for (i, chunk) in chunks.iter().enumerate() {
+                    alternating &= &*chunk.node == if i % 2 == 0 { "agent" } else { "tools" };
+                    let UpdatePayload::Map(update) = &chunk.update else {
+                        continue;
+                    };
+                    let Some(messages) = update
+                        .get("messages")
+                        .and_then(|m| m.downcast_ref::<Vec<Message>>())
+                    else {
+                        continue;
+                    };
+                    for message in messages {
+                        match message {
+                            Message::Ai(m) => {
+                                ai += 1;
+                                final_len = Some(ascii_len(&m.content.text()));
+                            }
+                            Message::Tool(m) => {
+                                tool += 1;
+                                tool_lens.insert(ascii_len(&m.content.text()));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                json!({
+                    "chunks": chunks.len(),
+                    "ai_messages": ai,
+                    "tool_messages": tool,
+                    "tool_result_lengths": tool_lens,
+                    "final_answer_length": final_len,
+                    "alternating": alternating,
+                })
             }),
         }
     })

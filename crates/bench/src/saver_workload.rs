@@ -107,7 +107,7 @@ pub(crate) async fn get_latest<S: CheckpointSaver + ?Sized>(saver: &S) -> Outcom
 pub(crate) fn get_outcome(channels: usize, writes: usize) -> Outcome {
     Outcome {
         chunks: GETS,
-        check: json!({"gets": GETS, "channels": channels, "writes": writes}),
+        check: json!({"gets": GETS, "channels": channels, "writes": writes}).into(),
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn task_writes(document: &Arc<serde_json::Value>) -> Vec<(String, Val
 pub(crate) fn put_writes_outcome() -> Outcome {
     Outcome {
         chunks: PUT_WRITES,
-        check: json!({"put_writes": PUT_WRITES, "writes_each": WRITES_EACH}),
+        check: json!({"put_writes": PUT_WRITES, "writes_each": WRITES_EACH}).into(),
     }
 }
 
@@ -185,7 +185,7 @@ pub(crate) async fn list_all<S: CheckpointSaver + ?Sized>(saver: &S) -> Outcome 
 pub(crate) fn list_outcome(listed: usize, channels: usize) -> Outcome {
     Outcome {
         chunks: listed,
-        check: json!({"listed": listed, "newest_channels": channels}),
+        check: json!({"listed": listed, "newest_channels": channels}).into(),
     }
 }
 
@@ -257,6 +257,7 @@ pub(crate) async fn read_history<S: CheckpointSaver + ?Sized>(saver: &S, thread:
             "get_latest_p99_us": p99.round(),
             "list_limit_20_us": list_20.round(),
             "paged_scan_s": (scan_s * 1000.0).round() / 1000.0,
-        }),
+        })
+        .into(),
     }
 }

@@ -166,7 +166,7 @@ fn put_1000<B: Backend>() -> Runner {
         runtime.block_on(put_items(&store, &root(), ITEMS));
         Outcome {
             chunks: ITEMS,
-            check: json!({"items": ITEMS}),
+            check: json!({"items": ITEMS}).into(),
         }
     })
 }
@@ -187,7 +187,7 @@ fn get_1000<B: Backend>() -> Runner {
         });
         Outcome {
             chunks: ITEMS,
-            check: json!({"found": found}),
+            check: json!({"found": found}).into(),
         }
     })
 }
@@ -205,7 +205,7 @@ fn search_filter_1000<B: Backend>() -> Runner {
         let found = runtime.block_on(store.search(op)).map_or(0, |r| r.len());
         Outcome {
             chunks: 1,
-            check: json!({"results": found}),
+            check: json!({"results": found}).into(),
         }
     })
 }
@@ -224,7 +224,7 @@ fn semantic_search_10k<B: Backend>() -> Runner {
         let ranked = found.iter().filter(|f| f.score.is_some()).count();
         Outcome {
             chunks: 1,
-            check: json!({"results": found.len(), "ranked": ranked}),
+            check: json!({"results": found.len(), "ranked": ranked}).into(),
         }
     })
 }
@@ -287,7 +287,7 @@ fn raw_sqlite_put_1000() -> Runner {
         raw_put(&mut store, &root(), ITEMS);
         Outcome {
             chunks: ITEMS,
-            check: json!({"items": ITEMS}),
+            check: json!({"items": ITEMS}).into(),
         }
     })
 }
@@ -307,7 +307,7 @@ fn raw_sqlite_get_1000() -> Runner {
             .count();
         Outcome {
             chunks: ITEMS,
-            check: json!({"found": found}),
+            check: json!({"found": found}).into(),
         }
     })
 }
@@ -322,7 +322,7 @@ fn raw_sqlite_search_filter_1000() -> Runner {
             .map_or(0, |r| r.len());
         Outcome {
             chunks: 1,
-            check: json!({"results": found}),
+            check: json!({"results": found}).into(),
         }
     })
 }
@@ -357,7 +357,7 @@ fn raw_postgres_put_1000() -> Runner {
         runtime.block_on(raw_postgres_put(&store, &root(), ITEMS));
         Outcome {
             chunks: ITEMS,
-            check: json!({"items": ITEMS}),
+            check: json!({"items": ITEMS}).into(),
         }
     })
 }
@@ -378,7 +378,7 @@ fn raw_postgres_get_1000() -> Runner {
         });
         Outcome {
             chunks: ITEMS,
-            check: json!({"found": found}),
+            check: json!({"found": found}).into(),
         }
     })
 }
@@ -394,7 +394,7 @@ fn raw_postgres_search_filter_1000() -> Runner {
             .map_or(0, |r| r.len());
         Outcome {
             chunks: 1,
-            check: json!({"results": found}),
+            check: json!({"results": found}).into(),
         }
     })
 }
