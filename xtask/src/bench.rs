@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the Rust workloads in release mode, optionally beside
+//! `cargo xtask bench`: the Rust workloads built with the `bench` profile (release + LTO), optionally beside
 //! the Python LangGraph harnesses in the same run.
 
 use std::path::Path;
@@ -51,8 +51,19 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_else(|_| GLIBC_TUNABLES.to_owned());
     println!("# both sides run with GLIBC_TUNABLES={tunables}");
+    println!(
+        "# the Rust side is built with the `bench` profile (release, lto = \"fat\", codegen-units = 1)"
+    );
     let output = with_allocator_setting(&mut crate::cargo())
-        .args(["run", "--release", "-q", "-p", "stategraph-bench", "--"])
+        .args([
+            "run",
+            "--profile",
+            "bench",
+            "-q",
+            "-p",
+            "stategraph-bench",
+            "--",
+        ])
         .args(&rust_args)
         .output()
         .context("cannot run stategraph-bench")?;
