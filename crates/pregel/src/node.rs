@@ -2,7 +2,7 @@
 //! they run and how their output becomes channel writes.
 
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -552,6 +552,9 @@ pub struct TaskContext {
     pub(crate) progress: Option<Arc<crate::timeout::Progress>>,
     // Set for an error handler: the failure it answers.
     pub(crate) failure: Option<Arc<NodeFailure>>,
+    // Set by `TaskContext::interrupt_scope`: the part of the task (a tool
+    // call) whose interrupts have ids and answers of their own.
+    pub(crate) scope: Option<Arc<str>>,
 }
 
 /// A node's failure, as its error handler sees it (LangGraph's
@@ -612,8 +615,18 @@ pub(crate) struct Scratchpad {
     pub(crate) task_path: String,
     answers: Mutex<Vec<Value>>,
     reached: std::sync::atomic::AtomicUsize,
+    // Per interrupt scope (see `TaskContext::interrupt_scope`): its answers
+    // in the order its interrupts were reached, and how many it reached.
+    scoped: Mutex<BTreeMap<Arc<str>, ScopeAnswers>>,
     // Functional tasks called so far (`TaskContext::task`).
     calls: std::sync::atomic::AtomicUsize,
+}
+
+/// The interrupt answers of one scope of a task.
+#[derive(Clone, Default)]
+struct ScopeAnswers {
+    answers: Vec<Value>,
+    reached: usize,
 }
 
 impl Scratchpad {
@@ -632,12 +645,28 @@ impl Scratchpad {
             task_path,
             answers: Mutex::new(Vec::new()),
             reached: std::sync::atomic::AtomicUsize::new(0),
+            scoped: Mutex::new(BTreeMap::new()),
             calls: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
-    /// The same task with these recorded answers (a resumed run).
-    pub(crate) fn with_answers(&self, answers: Vec<Value>) -> Self {
+    /// The same task with these recorded answers (a resumed run): the
+    /// task's own, and those of its interrupt scopes.
+    pub(crate) fn with_answers(
+        &self,
+        answers: Vec<Value>,
+        scoped: BTreeMap<String, Vec<Value>>,
+    ) -> Self {
+        let scoped = scoped
+            .into_iter()
+            .map(|(scope, answers)| {
+                let answers = ScopeAnswers {
+                    answers,
+                    reached: 0,
+                };
+                (Arc::from(scope), answers)
+            })
+            .collect();
         Self {
             task_id: self.task_id.clone(),
             namespace: self.namespace.clone(),
@@ -645,8 +674,24 @@ impl Scratchpad {
             task_path: self.task_path.clone(),
             answers: Mutex::new(answers),
             reached: std::sync::atomic::AtomicUsize::new(0),
+            scoped: Mutex::new(scoped),
             calls: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    fn scoped(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<str>, ScopeAnswers>> {
+        self.scoped
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The answers given so far to each interrupt scope that has any.
+    pub(crate) fn answered_scopes(&self) -> BTreeMap<String, Vec<Value>> {
+        self.scoped()
+            .iter()
+            .filter(|(_, scope)| !scope.answers.is_empty())
+            .map(|(name, scope)| (name.to_string(), scope.answers.clone()))
+            .collect()
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, Vec<Value>> {
@@ -685,6 +730,33 @@ impl Scratchpad {
             value,
             id: crate::Interrupt::id_for(&self.namespace, answers.len()),
         }))
+    }
+
+    /// An interrupt of one scope of the task: its id hashes the scope, and
+    /// its answer comes from the scope's recorded answers, then from a
+    /// resume map by id, then from a single resume value.
+    fn interrupt_in(
+        &self,
+        scope: &Arc<str>,
+        value: Value,
+        run: &RunInfo,
+    ) -> Result<Value, Interrupted> {
+        let mut scopes = self.scoped();
+        let answers = scopes.entry(scope.clone()).or_default();
+        let index = answers.reached;
+        answers.reached += 1;
+        if let Some(answer) = answers.answers.get(index) {
+            return Ok(answer.clone());
+        }
+        let id = crate::Interrupt::id_for(&[&self.namespace, "|", scope].concat(), index);
+        let by_id = run
+            .answers()
+            .and_then(|map| map.get(&id).map(|answer| Value::from_json(answer.clone())));
+        if let Some(answer) = by_id.or_else(|| run.take_resume()) {
+            answers.answers.push(answer.clone());
+            return Ok(answer);
+        }
+        Err(Interrupted::one(crate::Interrupt { value, id }))
     }
 }
 
@@ -1181,18 +1253,37 @@ impl TaskContext {
         value: impl Serialize + Send + Sync + 'static,
     ) -> Result<Value, Interrupted> {
         let value = Value::new(value);
-        match &self.pad {
-            Some(pad) => pad.interrupt(value, &self.run),
+        match (&self.pad, &self.scope) {
+            (Some(pad), Some(scope)) => pad.interrupt_in(scope, value, &self.run),
+            (Some(pad), None) => pad.interrupt(value, &self.run),
             // A run that does not checkpoint (a subgraph that never does,
             // inside one that does) can still take its parent's answer.
-            None => match self.run.take_resume() {
+            (None, scope) => match self.run.take_resume() {
                 Some(answer) => Ok(answer),
-                None => Err(Interrupted::one(crate::Interrupt {
-                    value,
-                    id: crate::Interrupt::id_for(&format!("{}:{}", self.node, self.task_id()), 0),
-                })),
+                None => {
+                    let mut namespace = format!("{}:{}", self.node, self.task_id());
+                    if let Some(scope) = scope {
+                        namespace = [&namespace, "|", scope].concat();
+                    }
+                    Err(Interrupted::one(crate::Interrupt {
+                        value,
+                        id: crate::Interrupt::id_for(&namespace, 0),
+                    }))
+                }
             },
         }
+    }
+
+    /// This task's context for one part of its work (a tool call of a
+    /// tool node that runs several calls in one task): interrupts raised
+    /// through it get ids of their own, derived from `scope`, and take only
+    /// answers given to those ids (or a single resume value), so answers
+    /// never cross from one part to another however the parts interleave.
+    #[must_use]
+    pub fn interrupt_scope(&self, scope: &str) -> Self {
+        let mut ctx = self.clone();
+        ctx.scope = Some(Arc::from(scope));
+        ctx
     }
 
     /// The run configuration.

@@ -985,6 +985,7 @@ impl Loop {
             attempt: 1,
             progress: None,
             failure: None,
+            scope: None,
         }
     }
 

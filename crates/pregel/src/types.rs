@@ -23,6 +23,9 @@ pub mod names {
     pub const INTERRUPT: &str = "__interrupt__";
     /// The pending-write channel of the answers a task consumed.
     pub const RESUME: &str = "__resume__";
+    /// The pending-write channel of the answers a task's interrupt scopes
+    /// consumed (`TaskContext::interrupt_scope`), by scope.
+    pub const RESUME_SCOPED: &str = "__resume_scoped__";
     /// The pending-write channel of a failed task's error.
     pub const ERROR: &str = "__error__";
     /// The pending write of a functional task's result.

@@ -251,7 +251,7 @@ pub(super) fn save_pipeline(
 fn is_control(channel: &str) -> bool {
     matches!(
         channel,
-        names::INTERRUPT | names::RESUME | names::ERROR | names::RETURN
+        names::INTERRUPT | names::RESUME | names::RESUME_SCOPED | names::ERROR | names::RETURN
     )
 }
 
@@ -440,7 +440,18 @@ impl Loop {
                     .transpose()?
                     .map(|answers| (*answers).clone())
                     .unwrap_or_default();
-                let pad = Arc::new(pad.with_answers(answers));
+                let scoped = resumed
+                    .of_task(&pad.task_id)
+                    .find(|w| w.channel == names::RESUME_SCOPED)
+                    .map(|w| {
+                        w.value
+                            .clone()
+                            .decode::<std::collections::BTreeMap<String, Vec<Value>>>()
+                    })
+                    .transpose()?
+                    .map(|scoped| (*scoped).clone())
+                    .unwrap_or_default();
+                let pad = Arc::new(pad.with_answers(answers, scoped));
                 if let Some(map) = self.run.answers() {
                     pad.answer_from(&map);
                 }
@@ -488,6 +499,10 @@ impl Loop {
                 let answers = pad.answered();
                 if !answers.is_empty() {
                     writes.push((names::RESUME.to_owned(), Value::new(answers)));
+                }
+                let scoped = pad.answered_scopes();
+                if !scoped.is_empty() {
+                    writes.push((names::RESUME_SCOPED.to_owned(), Value::new(scoped)));
                 }
                 writes
             }
