@@ -148,19 +148,33 @@ impl ToolNode {
                 "Last message is not an AIMessage",
             ));
         };
-        let base = self.context(input.clone(), &ctx);
-        let answers = join_all(
-            last.tool_calls
+        let calls = &last.tool_calls;
+        // Several calls in one task: each call's interrupts get ids and
+        // answers of their own (LangGraph numbers them across the task, so
+        // answers can reach the wrong call when calls interleave).
+        let contexts: Vec<ToolContext> = if calls.len() > 1 {
+            calls
                 .iter()
-                .map(|call| self.answer(call, base.clone())),
+                .enumerate()
+                .map(|(index, call)| {
+                    let scope = match &call.id {
+                        Some(id) => format!("call:{id}"),
+                        None => format!("call#{index}"),
+                    };
+                    self.context(input.clone(), &ctx.interrupt_scope(&scope))
+                })
+                .collect()
+        } else {
+            vec![self.context(input.clone(), &ctx)]
+        };
+        let answers = join_all(
+            calls
+                .iter()
+                .zip(contexts.iter().cycle())
+                .map(|(call, base)| self.answer(call, base.clone())),
         )
         .await;
-        let answers = last
-            .tool_calls
-            .iter()
-            .zip(answers)
-            .map(|(call, answer)| answer.map(|answer| (call, answer)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let answers = gather(calls.iter().zip(answers))?;
         self.combine(answers)
     }
 
@@ -319,8 +333,10 @@ impl ToolNode {
 /// tool): the tool returns the error (`interrupt(&ctx, question)?`), the run
 /// stops after the step with the interrupt, and resuming runs the tool again,
 /// this time getting the answer. No [`ToolErrors`] policy catches it. Each
-/// call of the v2 agent is a task of its own, so each gets its own interrupt
-/// id.
+/// call gets its own interrupt id: a call of the v2 agent is a task of its
+/// own, and when one task runs several calls (v1), each runs in an
+/// interrupt scope of its own ([`TaskContext::interrupt_scope`]); the
+/// paused calls then show together, and answers go by id to their call.
 ///
 /// # Errors
 /// The interrupt, while it has no answer; a failure when the tool runs
@@ -338,6 +354,30 @@ pub fn interrupt(
 /// The interrupt a tool failure carries, if it is one.
 fn interrupted(error: &ToolError) -> Option<&Interrupted> {
     std::error::Error::source(error).and_then(|source| source.downcast_ref::<Interrupted>())
+}
+
+/// The answers of a task's calls, in call order; or the first failure;
+/// or, when calls only interrupted, all their interrupts at once (each with
+/// its own id, answerable together with `Command::resume_by_id`).
+fn gather<'a>(
+    answers: impl Iterator<Item = (&'a ToolCall, Result<Answer, NodeError>)>,
+) -> Result<Vec<(&'a ToolCall, Answer)>, NodeError> {
+    let mut answered = Vec::new();
+    let mut interrupts = Vec::new();
+    for (call, answer) in answers {
+        match answer {
+            Ok(answer) => answered.push((call, answer)),
+            Err(error) => match error.interrupts() {
+                Some(raised) => interrupts.extend_from_slice(raised),
+                None => return Err(error),
+            },
+        }
+    }
+    if interrupts.is_empty() {
+        Ok(answered)
+    } else {
+        Err(Interrupted(interrupts).into())
+    }
 }
 
 /// How a tool call was answered.
