@@ -119,6 +119,20 @@ fn pending(out: &Json) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Runs the agent on the thread and returns its output as JSON.
+async fn invoke(
+    agent: &stategraph_graph::CompiledStateGraph,
+    input: impl Into<stategraph_pregel::Input>,
+    config: &RunnableConfig,
+) -> Json {
+    agent
+        .invoke(input, config)
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap()
+}
+
 fn tool_results(out: &Json) -> Vec<String> {
     let messages: Vec<Message> = serde_json::from_value(out["messages"].clone()).unwrap();
     messages
@@ -131,12 +145,7 @@ fn tool_results(out: &Json) -> Vec<String> {
 async fn in_v1_every_call_of_the_task_pauses_at_once_with_an_id_of_its_own() {
     let agent = v1_agent();
     let config = RunnableConfig::thread("v1-both");
-    let out = agent
-        .invoke(json!({"messages": [["user", "clean up"]]}), &config)
-        .await
-        .unwrap()
-        .to_json()
-        .unwrap();
+    let out = invoke(&agent, json!({"messages": [["user", "clean up"]]}), &config).await;
     let asked = pending(&out);
     let paths: Vec<&str> = asked.iter().map(|(_, path)| path.as_str()).collect();
     assert_eq!(paths, ["a.txt", "b.txt"], "{out:#}");
@@ -156,12 +165,7 @@ async fn in_v1_every_call_of_the_task_pauses_at_once_with_an_id_of_its_own() {
         let answer = if path == "a.txt" { "yes" } else { "no" };
         (id.clone(), Value::new(answer))
     });
-    let out = agent
-        .invoke(Command::new().resume_by_id(answers), &config)
-        .await
-        .unwrap()
-        .to_json()
-        .unwrap();
+    let out = invoke(&agent, Command::new().resume_by_id(answers), &config).await;
     assert_eq!(tool_results(&out), ["a.txt: yes", "b.txt: no"]);
     assert!(pending(&out).is_empty());
 }
@@ -170,34 +174,21 @@ async fn in_v1_every_call_of_the_task_pauses_at_once_with_an_id_of_its_own() {
 async fn in_v1_an_answered_call_keeps_its_answer_while_the_other_waits() {
     let agent = v1_agent();
     let config = RunnableConfig::thread("v1-one-by-one");
-    let out = agent
-        .invoke(json!({"messages": [["user", "clean up"]]}), &config)
-        .await
-        .unwrap()
-        .to_json()
-        .unwrap();
+    let out = invoke(&agent, json!({"messages": [["user", "clean up"]]}), &config).await;
     let asked = pending(&out);
     let (a_id, b_id) = (asked[0].0.clone(), asked[1].0.clone());
 
     // Answer b only: a asks again, under the same id.
-    let out = agent
-        .invoke(
-            Command::new().resume_by_id([(b_id.clone(), Value::new("no"))]),
-            &config,
-        )
-        .await
-        .unwrap()
-        .to_json()
-        .unwrap();
+    let out = invoke(
+        &agent,
+        Command::new().resume_by_id([(b_id.clone(), Value::new("no"))]),
+        &config,
+    )
+    .await;
     assert_eq!(pending(&out), [(a_id.clone(), "a.txt".to_owned())]);
 
     // One question left: a bare answer is a's, and b keeps its own.
-    let out = agent
-        .invoke(Command::new().resume(Value::new("yes")), &config)
-        .await
-        .unwrap()
-        .to_json()
-        .unwrap();
+    let out = invoke(&agent, Command::new().resume(Value::new("yes")), &config).await;
     assert_eq!(tool_results(&out), ["a.txt: yes", "b.txt: no"]);
     let messages: Vec<Message> = serde_json::from_value(out["messages"].clone()).unwrap();
     assert_eq!(messages.last().unwrap().text(), "finished");
