@@ -21,7 +21,7 @@ use tokio::runtime::Runtime;
 use crate::checkpoint::wide_document;
 use crate::saver_workload::{
     CHANNELS, CHECKPOINTS, GET_THREAD, GETS, HISTORY, PUT_WRITES, chain, get_latest, get_outcome,
-    latest_address, list_all, list_outcome, metadata, put_check, put_writes_many,
+    latest_address, list_all, list_outcome, metadata, put_chain, put_check, put_writes_many,
     put_writes_outcome, read_history, store_chain, task_writes,
 };
 use crate::{Outcome, Runner, Workload};
@@ -145,24 +145,7 @@ fn saver_put(prepared: bool) -> Runner {
         let _keep = &schema;
         run += 1;
         let thread = format!("bench-{run}");
-        runtime.block_on(async {
-            let mut config = CheckpointConfig::thread(&thread);
-            for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
-                config = saver
-                    .put(&config, checkpoint, metadata(step), new_versions)
-                    .await
-                    .unwrap_or_else(|err| panic!("put failed: {err}"));
-            }
-            let latest = saver
-                .get_tuple(&CheckpointConfig::thread(&thread))
-                .await
-                .unwrap_or_else(|err| panic!("get_tuple failed: {err}"))
-                .unwrap_or_else(|| panic!("the latest checkpoint is missing"));
-            Outcome {
-                chunks: CHECKPOINTS,
-                check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()).into(),
-            }
-        })
+        runtime.block_on(put_chain(&saver, &thread))
     })
 }
 

@@ -67,16 +67,38 @@ pub(crate) fn put_check(checkpoints: usize, channels: usize) -> serde_json::Valu
     json!({"checkpoints": checkpoints, "channels": channels})
 }
 
-/// Stores (untimed, in the workload's setup) one run of [`chain`] on
-/// [`GET_THREAD`], with a pending write on its last checkpoint.
-pub(crate) async fn store_chain<S: CheckpointSaver + ?Sized>(saver: &S) {
-    let mut config = CheckpointConfig::thread(GET_THREAD);
+/// Puts one run of [`chain`] on `thread`, each checkpoint the child of the
+/// one before; returns the address of the last.
+async fn put_all<S: CheckpointSaver + ?Sized>(saver: &S, thread: &str) -> CheckpointConfig {
+    let mut config = CheckpointConfig::thread(thread);
     for (step, (checkpoint, new_versions)) in chain().into_iter().enumerate() {
         config = saver
             .put(&config, checkpoint, metadata(step), new_versions)
             .await
             .unwrap_or_else(|err| panic!("put failed: {err}"));
     }
+    config
+}
+
+/// The timed part of a saver's `*_put` workload: [`chain`] put on a fresh
+/// `thread`, then its latest checkpoint read back for the check.
+pub(crate) async fn put_chain<S: CheckpointSaver + ?Sized>(saver: &S, thread: &str) -> Outcome {
+    put_all(saver, thread).await;
+    let latest = saver
+        .get_tuple(&CheckpointConfig::thread(thread))
+        .await
+        .unwrap_or_else(|err| panic!("get_tuple failed: {err}"))
+        .unwrap_or_else(|| panic!("the latest checkpoint is missing"));
+    Outcome {
+        chunks: CHECKPOINTS,
+        check: put_check(CHECKPOINTS, latest.checkpoint.channel_values.len()).into(),
+    }
+}
+
+/// Stores (untimed, in the workload's setup) one run of [`chain`] on
+/// [`GET_THREAD`], with a pending write on its last checkpoint.
+pub(crate) async fn store_chain<S: CheckpointSaver + ?Sized>(saver: &S) {
+    let config = put_all(saver, GET_THREAD).await;
     saver
         .put_writes(&config, vec![("out".to_owned(), Value::new(1))], "task", "")
         .await
