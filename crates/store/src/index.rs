@@ -147,6 +147,11 @@ pub(crate) struct NormedQuery<'a> {
 }
 
 impl<'a> NormedQuery<'a> {
+    /// The query's number of dimensions.
+    pub(crate) fn dims(&self) -> usize {
+        self.values.len()
+    }
+
     pub(crate) fn new(values: &'a [f32]) -> Self {
         Self {
             values,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::index::{NormedQuery, NormedVector};
-use crate::query::{has_prefix, list_namespaces, result_order};
+use crate::query::{by_score, has_prefix, list_namespaces};
 use crate::{
     Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
     StoreCapabilities, StoreError, Ttl, validate_namespace,
@@ -337,16 +337,20 @@ impl InMemoryStore {
         let filter = Filter::new(&op.filter)?;
         let query = query.map(NormedQuery::new);
         let omit = self.omit_expired();
-        let mut ranked: Vec<(Option<f64>, &Entry)> = entries
+        // In address order (the map's): among equal scores the earlier
+        // candidate is the one `result_order` puts first, so positions
+        // break ties without comparing namespaces and keys.
+        let candidates: Vec<&Entry> = entries
             .values()
             .filter(|e| has_prefix(&e.item.namespace, &op.namespace_prefix))
             .filter(|e| !(omit && e.expired(now)))
             .filter(|e| filter.matches(&e.item.value))
-            .map(|e| (query.and_then(|q| q.best_score(&e.vectors)), e))
             .collect();
+        let scores = score_all(query, &candidates);
+        let mut ranked: Vec<(Option<f64>, usize)> = scores.into_iter().zip(0..).collect();
         // Only the first `offset + limit` need sorting; copy only the page.
-        let order = |a: &(Option<f64>, &Entry), b: &(Option<f64>, &Entry)| {
-            result_order((a.0, &a.1.item), (b.0, &b.1.item))
+        let order = |a: &(Option<f64>, usize), b: &(Option<f64>, usize)| {
+            by_score(a.0, b.0).then(a.1.cmp(&b.1))
         };
         let wanted = op.offset.saturating_add(op.limit).min(ranked.len());
         if wanted == 0 {
@@ -360,7 +364,7 @@ impl InMemoryStore {
         let page: Vec<SearchItem> = ranked
             .into_iter()
             .skip(op.offset)
-            .map(|(score, e)| SearchItem::new(e.item.clone(), score))
+            .map(|(score, at)| SearchItem::new(candidates[at].item.clone(), score))
             .collect();
         if self.refreshes(op.refresh_ttl) {
             for found in &page {
@@ -372,6 +376,43 @@ impl InMemoryStore {
         }
         Ok(page)
     }
+}
+
+/// How many vector components a search scores before it splits the work
+/// across threads (below, starting threads costs more than it saves).
+const PARALLEL_COMPONENTS: usize = 1 << 20;
+
+/// The candidates' scores for `query` (`None` each without one), in order;
+/// a large search scores slices of them on the machine's threads.
+fn score_all(query: Option<NormedQuery<'_>>, candidates: &[&Entry]) -> Vec<Option<f64>> {
+    let Some(query) = query else {
+        return vec![None; candidates.len()];
+    };
+    let score = |slice: &[&Entry]| -> Vec<Option<f64>> {
+        slice.iter().map(|e| query.best_score(&e.vectors)).collect()
+    };
+    let components: usize = candidates
+        .iter()
+        .map(|e| e.vectors.len() * query.dims())
+        .sum();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || components < PARALLEL_COMPONENTS {
+        return score(candidates);
+    }
+    let chunk = candidates.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = candidates
+            .chunks(chunk)
+            .map(|slice| scope.spawn(move || score(slice)))
+            .collect();
+        parts
+            .into_iter()
+            // A scoring thread cannot panic (plain arithmetic); if one
+            // did, scoring again here gives the same answer.
+            .zip(candidates.chunks(chunk))
+            .flat_map(|(part, slice)| part.join().unwrap_or_else(|_| score(slice)))
+            .collect()
+    })
 }
 
 /// Extends an unexpired entry's deadline by its TTL.

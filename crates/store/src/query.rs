@@ -65,13 +65,17 @@ pub fn rank_and_page(
 /// The order of search results (see [`rank_and_page`]), on a score and an
 /// item, so a backend can rank borrowed rows and copy only its page.
 pub fn result_order(a: (Option<f64>, &Item), b: (Option<f64>, &Item)) -> Ordering {
-    let by_score = match (a.0, b.0) {
+    by_score(a.0, b.0).then_with(|| compare_address(a.1, b.1))
+}
+
+/// The score part of [`result_order`]: highest first, unscored last.
+pub(crate) fn by_score(a: Option<f64>, b: Option<f64>) -> Ordering {
+    match (a, b) {
         (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(Ordering::Equal),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
         (None, None) => Ordering::Equal,
-    };
-    by_score.then_with(|| compare_address(a.1, b.1))
+    }
 }
 
 fn compare_address(a: &Item, b: &Item) -> Ordering {

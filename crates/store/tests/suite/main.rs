@@ -1,4 +1,5 @@
 //! The integration tests of stategraph-store, compiled as one test binary.
 
 mod conformance;
+mod large_search;
 mod sweeper;
