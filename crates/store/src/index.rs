@@ -130,20 +130,87 @@ pub fn best_score(query: &[f32], vectors: &[Vec<f32>]) -> Option<f64> {
 pub(crate) struct NormedVector {
     values: Vec<f32>,
     norm: f32,
+    // `None` for a vector with a non-finite or no nonzero component.
+    quantized: Option<Quantized>,
 }
 
 impl NormedVector {
     pub(crate) fn new(values: Vec<f32>) -> Self {
         let norm = norm(&values);
-        Self { values, norm }
+        let quantized = Quantized::new(&values);
+        Self {
+            values,
+            norm,
+            quantized,
+        }
     }
 }
 
+/// A vector in 8-bit codes (`value ≈ code × scale`) with what bounds the
+/// error of a dot product taken on codes: a large search scores every
+/// item on codes (a quarter of the memory to read), then exactly only the
+/// items whose bounds say they could make the page.
+#[derive(Clone, Debug, PartialEq)]
+struct Quantized {
+    codes: Vec<i16>,
+    scale: f32,
+    // The sum of the components' magnitudes.
+    l1: f32,
+}
+
+impl Quantized {
+    fn new(values: &[f32]) -> Option<Self> {
+        if values.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let max = values.iter().fold(0.0_f32, |max, v| max.max(v.abs()));
+        if max == 0.0 {
+            return None;
+        }
+        let scale = max / CODE_MAX;
+        // Within ±CODE_MAX by the choice of scale, so the cast is exact.
+        let codes = values
+            .iter()
+            .map(|v| (v / scale).round().clamp(-CODE_MAX, CODE_MAX) as i16)
+            .collect();
+        let l1 = values.iter().map(|v| v.abs()).sum();
+        Some(Self { codes, scale, l1 })
+    }
+}
+
+/// The largest code: 11 bits, so a product fits 22 bits and 16 lanes of
+/// sums stay far below `i32::MAX` for vectors of up to 8,192 components.
+const CODE_MAX: f32 = 2047.0;
+
+/// The dot product of two code vectors of equal length (exact).
+fn dot_codes(a: &[i16], b: &[i16]) -> i64 {
+    const LANES: usize = 16;
+    let mut lanes = [0_i32; LANES];
+    let mut chunks = a.chunks_exact(LANES).zip(b.chunks_exact(LANES));
+    for (x, y) in chunks.by_ref() {
+        for lane in 0..LANES {
+            lanes[lane] += i32::from(x[lane]) * i32::from(y[lane]);
+        }
+    }
+    let tail = a.len() - a.len() % LANES;
+    let rest: i64 = a[tail..]
+        .iter()
+        .zip(&b[tail..])
+        .map(|(x, y)| i64::from(*x) * i64::from(*y))
+        .sum();
+    lanes.iter().map(|lane| i64::from(*lane)).sum::<i64>() + rest
+}
+
+/// Slack added to both bounds of a cosine taken on codes: more than the
+/// rounding of the exact computation (32-lane `f32` sums) can move it.
+const SCORE_SLACK: f32 = 1e-4;
+
 /// A query vector with its norm, computed once per search.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct NormedQuery<'a> {
     values: &'a [f32],
     norm: f32,
+    quantized: Option<Quantized>,
 }
 
 impl<'a> NormedQuery<'a> {
@@ -156,7 +223,39 @@ impl<'a> NormedQuery<'a> {
         Self {
             values,
             norm: norm(values),
+            quantized: Quantized::new(values),
         }
+    }
+
+    /// Bounds of [`NormedQuery::best_score`] from the vectors' codes:
+    /// `(lower, upper)` with `lower <= score <= upper`, or `None` when a
+    /// vector has no codes, a length other than the query's, or a zero
+    /// norm (its score must be computed exactly). Items without vectors
+    /// have no score: `Some((-inf, -inf))` never ranks them.
+    pub(crate) fn score_bounds(&self, vectors: &[NormedVector]) -> Option<(f32, f32)> {
+        let query = self.quantized.as_ref()?;
+        let mut bounds = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+        for vector in vectors {
+            let codes = vector.quantized.as_ref()?;
+            if codes.codes.len() != query.codes.len() || vector.norm == 0.0 || self.norm == 0.0 {
+                return None;
+            }
+            let scales = query.scale * codes.scale;
+            let approx = dot_codes(&query.codes, &codes.codes) as f32 * scales;
+            // |q·v - q̃·ṽ| <= |q|₁·e_v + |v|₁·e_q + d·e_q·e_v, with each
+            // component off by at most half a step (e = scale / 2).
+            let dims = query.codes.len() as f32;
+            let error =
+                query.l1 * codes.scale / 2.0 + codes.l1 * query.scale / 2.0 + dims * scales / 4.0;
+            let norms = self.norm * vector.norm;
+            // A little more than the bound, for the rounding of this `f32`
+            // arithmetic itself.
+            let spread = error * 1.01 / norms + SCORE_SLACK;
+            let center = approx / norms;
+            bounds.0 = bounds.0.max(center - spread);
+            bounds.1 = bounds.1.max(center + spread);
+        }
+        Some(bounds)
     }
 
     /// [`best_score`] over vectors with their norms: the same scores to the
@@ -179,5 +278,90 @@ impl<'a> NormedQuery<'a> {
                 ))
             })
             .reduce(f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (SplitMix64), so a failure replays.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// A value in [-1, 1).
+        fn unit(&mut self) -> f32 {
+            (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        }
+
+        /// A vector of one of several shapes: dense, sparse, skewed, tiny.
+        fn vector(&mut self, dims: usize) -> Vec<f32> {
+            let shape = self.next() % 4;
+            (0..dims)
+                .map(|_| {
+                    let x = self.unit();
+                    match shape {
+                        0 => x,
+                        1 if self.next().is_multiple_of(16) => x,
+                        1 => 0.0,
+                        2 => x * x * x * 1000.0,
+                        _ => x * 1e-6,
+                    }
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn code_bounds_hold_the_exact_score() {
+        let mut rng = Rng(7);
+        for round in 0..2_000 {
+            let dims = [3, 16, 100, 384, 1024][round % 5];
+            let query = rng.vector(dims);
+            let vectors: Vec<NormedVector> = (0..1 + rng.next() % 3)
+                .map(|_| NormedVector::new(rng.vector(dims)))
+                .collect();
+            let normed = NormedQuery::new(&query);
+            let exact = normed.best_score(&vectors);
+            match (normed.score_bounds(&vectors), exact) {
+                (Some((lower, upper)), Some(exact)) => {
+                    assert!(
+                        f64::from(lower) <= exact && exact <= f64::from(upper),
+                        "round {round}: {lower} <= {exact} <= {upper}"
+                    );
+                    assert!(
+                        upper - lower < 0.05,
+                        "round {round}: loose {lower}..{upper}"
+                    );
+                }
+                // No bounds: the vector or query has no nonzero component.
+                (None, _) => assert!(
+                    query.iter().all(|x| *x == 0.0)
+                        || vectors
+                            .iter()
+                            .any(|v| v.quantized.is_none() || v.norm == 0.0),
+                    "round {round}: bounds missing"
+                ),
+                (Some(_), None) => panic!("round {round}: bounds for no vectors"),
+            }
+        }
+    }
+
+    #[test]
+    fn vectors_that_cannot_be_coded_are_scored_exactly() {
+        let query = NormedQuery::new(&[1.0, 0.0]);
+        for odd in [vec![f32::NAN, 1.0], vec![0.0, 0.0], vec![1.0, 0.0, 0.0]] {
+            let vectors = [NormedVector::new(odd)];
+            assert_eq!(query.score_bounds(&vectors), None);
+        }
+        assert_eq!(NormedQuery::new(&[0.0, 0.0]).score_bounds(&[]), None);
     }
 }

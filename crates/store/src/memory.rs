@@ -346,13 +346,16 @@ impl InMemoryStore {
             .filter(|e| !(omit && e.expired(now)))
             .filter(|e| filter.matches(&e.item.value))
             .collect();
-        let scores = score_all(query, &candidates);
-        let mut ranked: Vec<(Option<f64>, usize)> = scores.into_iter().zip(0..).collect();
+        let wanted = op.offset.saturating_add(op.limit).min(candidates.len());
+        let mut ranked: Vec<(Option<f64>, usize)> = match &query {
+            Some(query) => score_page_candidates(query, &candidates, wanted),
+            None => (0..candidates.len()).map(|at| (None, at)).collect(),
+        };
         // Only the first `offset + limit` need sorting; copy only the page.
         let order = |a: &(Option<f64>, usize), b: &(Option<f64>, usize)| {
             by_score(a.0, b.0).then(a.1.cmp(&b.1))
         };
-        let wanted = op.offset.saturating_add(op.limit).min(ranked.len());
+        let wanted = wanted.min(ranked.len());
         if wanted == 0 {
             return Ok(Vec::new());
         }
@@ -378,39 +381,115 @@ impl InMemoryStore {
     }
 }
 
-/// How many vector components a search scores before it splits the work
-/// across threads (below, starting threads costs more than it saves).
+/// How many vector components a search scores exactly, or bounds on
+/// 8-bit codes (four times cheaper), before it splits the work across
+/// threads (below, starting threads costs more than it saves).
 const PARALLEL_COMPONENTS: usize = 1 << 20;
+const PARALLEL_CODES: usize = 1 << 22;
 
-/// The candidates' scores for `query` (`None` each without one), in order;
-/// a large search scores slices of them on the machine's threads.
-fn score_all(query: Option<NormedQuery<'_>>, candidates: &[&Entry]) -> Vec<Option<f64>> {
-    let Some(query) = query else {
-        return vec![None; candidates.len()];
+/// How many candidates a search must have, and how many times the page,
+/// before it ranks them on 8-bit codes first.
+const PREFILTER_CANDIDATES: usize = 1024;
+const PREFILTER_RATIO: usize = 8;
+
+/// The candidates (by position) that could make the first `wanted`
+/// results, with their exact scores; the others can be left out.
+///
+/// A large search bounds every candidate's score from 8-bit codes, finds
+/// the `wanted`-th best lower bound, and scores exactly only candidates
+/// whose upper bound reaches it: at least `wanted` candidates score at
+/// least that much, so any other ranks after them. The scores are the
+/// exact ones, so the page is the one scoring everything gives.
+fn score_page_candidates(
+    query: &NormedQuery<'_>,
+    candidates: &[&Entry],
+    wanted: usize,
+) -> Vec<(Option<f64>, usize)> {
+    let everything = || -> Vec<(Option<f64>, usize)> {
+        let all: Vec<usize> = (0..candidates.len()).collect();
+        score_all(query, candidates, &all)
     };
-    let score = |slice: &[&Entry]| -> Vec<Option<f64>> {
-        slice.iter().map(|e| query.best_score(&e.vectors)).collect()
-    };
-    let components: usize = candidates
-        .iter()
-        .map(|e| e.vectors.len() * query.dims())
-        .sum();
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 || components < PARALLEL_COMPONENTS {
-        return score(candidates);
+    if candidates.len() < PREFILTER_CANDIDATES
+        || wanted.saturating_mul(PREFILTER_RATIO) > candidates.len()
+    {
+        return everything();
     }
-    let chunk = candidates.len().div_ceil(threads);
+    let bounds = in_parallel(query, candidates, PARALLEL_CODES, |slice| {
+        slice
+            .iter()
+            .map(|e| {
+                if e.vectors.is_empty() {
+                    // Unscored: ranks after every scored item.
+                    Some(None)
+                } else {
+                    query.score_bounds(&e.vectors).map(Some)
+                }
+            })
+            .collect()
+    });
+    let mut lowers: Vec<f32> = bounds
+        .iter()
+        .filter_map(|b| b.flatten().map(|(lower, _)| lower))
+        .collect();
+    if lowers.len() < wanted || wanted == 0 {
+        return everything();
+    }
+    let (_, threshold, _) = lowers.select_nth_unstable_by(wanted - 1, |a, b| b.total_cmp(a));
+    let threshold = *threshold;
+    let keep: Vec<usize> = bounds
+        .iter()
+        .enumerate()
+        .filter(|(_, bound)| match bound {
+            // Exact score needed (no codes), or it could reach the page.
+            None => true,
+            Some(Some((_, upper))) => *upper >= threshold,
+            Some(None) => false,
+        })
+        .map(|(at, _)| at)
+        .collect();
+    score_all(query, candidates, &keep)
+}
+
+/// The exact scores of the candidates at positions `keep`, with their
+/// positions; a large batch is scored on the machine's threads.
+fn score_all(
+    query: &NormedQuery<'_>,
+    candidates: &[&Entry],
+    keep: &[usize],
+) -> Vec<(Option<f64>, usize)> {
+    let chosen: Vec<&Entry> = keep.iter().map(|at| candidates[*at]).collect();
+    let scores = in_parallel(query, &chosen, PARALLEL_COMPONENTS, |slice| {
+        slice.iter().map(|e| query.best_score(&e.vectors)).collect()
+    });
+    scores.into_iter().zip(keep.iter().copied()).collect()
+}
+
+/// `work` over the entries in order, split across the machine's threads
+/// when they hold at least `threshold` vector components.
+fn in_parallel<T: Send>(
+    query: &NormedQuery<'_>,
+    entries: &[&Entry],
+    threshold: usize,
+    work: impl Fn(&[&Entry]) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let components: usize = entries.iter().map(|e| e.vectors.len() * query.dims()).sum();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || components < threshold {
+        return work(entries);
+    }
+    let chunk = entries.len().div_ceil(threads);
+    let work = &work;
     std::thread::scope(|scope| {
-        let parts: Vec<_> = candidates
+        let parts: Vec<_> = entries
             .chunks(chunk)
-            .map(|slice| scope.spawn(move || score(slice)))
+            .map(|slice| scope.spawn(move || work(slice)))
             .collect();
         parts
             .into_iter()
-            // A scoring thread cannot panic (plain arithmetic); if one
-            // did, scoring again here gives the same answer.
-            .zip(candidates.chunks(chunk))
-            .flat_map(|(part, slice)| part.join().unwrap_or_else(|_| score(slice)))
+            // The work is plain arithmetic and cannot panic; if a thread
+            // did, doing its slice again here gives the same answer.
+            .zip(entries.chunks(chunk))
+            .flat_map(|(part, slice)| part.join().unwrap_or_else(|_| work(slice)))
             .collect()
     })
 }
