@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the Rust workloads built with the `bench` profile (release + LTO), optionally beside
+//! `cargo xtask bench`: the Rust workloads built with the `benchmark` profile (release + LTO), optionally beside
 //! the Python LangGraph harnesses in the same run.
 
 use std::path::Path;
@@ -15,6 +15,7 @@ const PYTHON_HARNESSES: &[(&str, &str)] = &[
         "checkpoint_memory_put",
     ),
     ("crates/bench/python/store.py", "store_memory_"),
+    ("crates/bench/python/bigtool.py", "bigtool_search_"),
 ];
 
 /// The allocator setting both sides run with: glibc's malloc gives freed
@@ -52,13 +53,13 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_else(|_| GLIBC_TUNABLES.to_owned());
     println!("# both sides run with GLIBC_TUNABLES={tunables}");
     println!(
-        "# the Rust side is built with the `bench` profile (release, lto = \"fat\", codegen-units = 1)"
+        "# the Rust side is built with the `benchmark` profile (release, lto = \"fat\", codegen-units = 1)"
     );
     let output = with_allocator_setting(&mut crate::cargo())
         .args([
             "run",
             "--profile",
-            "bench",
+            "benchmark",
             "-q",
             "-p",
             "stategraph-bench",

@@ -30,7 +30,7 @@ commands:
   layers [--metadata F]   check the crate dependency direction (from `cargo
                           metadata`, or from the JSON document in file F)
   bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
-                          run the benchmark workloads (bench profile: release + LTO); with
+                          run the benchmark workloads (benchmark profile: release + LTO); with
                           --python (a python that has langgraph 1.2.22) also
                           run the Python harnesses on the same workloads and
                           print the speed-up of each
