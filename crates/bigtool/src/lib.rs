@@ -264,6 +264,16 @@ impl BigToolAgent {
         self
     }
 
+    /// [`BigToolAgent::retrieve_with`] for a plain function: `retrieve`
+    /// gets the query and the call's context and returns tool ids at once
+    /// (a category table, a keyword index in memory).
+    pub fn retrieve_with_sync<F>(self, retrieve: F) -> Self
+    where
+        F: Fn(&str, &ToolContext) -> Result<Vec<String>, ToolError> + Send + Sync + 'static,
+    {
+        self.retrieve_with(move |query, ctx| std::future::ready(retrieve(&query, &ctx)))
+    }
+
     /// Binds at most the `count` most recently retrieved tools (the
     /// selection no longer only grows).
     pub fn max_selected(mut self, count: usize) -> Self {

@@ -170,6 +170,29 @@ async fn a_custom_retriever_and_unknown_ids() {
 }
 
 #[tokio::test]
+async fn a_plain_function_retrieves_too() {
+    let registry = registry(&[("math/add", "add"), ("text/upper", "upper")]);
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({"query": "text"}),
+            "r",
+        )]),
+        AiMessage::new("done"),
+    ]));
+    let agent = create_bigtool_agent(model.clone(), registry)
+        .retrieve_with_sync(|query, _ctx| match query {
+            "text" => Ok(vec!["text/upper".to_owned()]),
+            other => Err(ToolError::failed(format!("no category {other}"))),
+        })
+        .build()
+        .unwrap();
+    let out = ask(&agent, "shout", &RunnableConfig::default()).await;
+    assert_eq!(out["selected_tool_ids"], json!(["text/upper"]));
+    assert_eq!(offered(&model, 1), ["retrieve_tools", "upper"]);
+}
+
+#[tokio::test]
 async fn a_failing_retrieval_is_answered_not_fatal() {
     let model = Arc::new(ScriptedChatModel::new([
         AiMessage::new("").with_tool_calls(vec![call(
