@@ -103,6 +103,9 @@ pub(crate) struct PregelInner {
     pub(crate) finishes_initially: Vec<bool>,
     // Per node: its `{node: None}` updates chunk, shared by every run.
     pub(crate) none_updates: Vec<stategraph_core::Value>,
+    // Per node: its trigger channels' names, sorted (task ids hash them);
+    // made on first use, so graphs that never checkpoint do not pay.
+    pub(crate) sorted_triggers: std::sync::OnceLock<Vec<Vec<Arc<str>>>>,
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) store: Option<stategraph_store::SharedStore>,
@@ -114,6 +117,27 @@ pub(crate) struct PregelInner {
     pub(crate) interrupt_after: Vec<String>,
     // How this graph checkpoints when it runs as a subgraph.
     pub(crate) subgraph_checkpoints: crate::SubgraphCheckpoints,
+}
+
+impl PregelInner {
+    /// The names of `node`'s trigger channels, sorted.
+    pub(crate) fn sorted_triggers(&self, node: NodeId) -> &[Arc<str>] {
+        let all = self.sorted_triggers.get_or_init(|| {
+            self.nodes
+                .iter()
+                .map(|node| {
+                    let mut names: Vec<Arc<str>> = node
+                        .triggers
+                        .iter()
+                        .map(|c| self.shape.channel_name_arc(*c))
+                        .collect();
+                    names.sort();
+                    names
+                })
+                .collect()
+        });
+        &all[node]
+    }
 }
 
 /// A compiled graph ready to run: LangGraph's `Pregel`.
@@ -527,6 +551,7 @@ impl PregelBuilder {
                 initially_live,
                 finishes_initially,
                 none_updates,
+                sorted_triggers: std::sync::OnceLock::new(),
                 cache: self.cache.take(),
                 checkpointer: self.checkpointer.take(),
                 store: self.store.take(),

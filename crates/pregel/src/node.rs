@@ -447,7 +447,7 @@ fn uuid_shaped(hash: u128) -> String {
 /// What distinguishes tasks of one node in one step.
 pub(crate) enum TaskIdPath<'a> {
     /// Triggered by channels: the node's trigger channel names, sorted.
-    Pull(&'a [&'a str]),
+    Pull(&'a [Arc<str>]),
     /// Created by the `Send` at this index.
     Push(usize),
     /// A functional task: the calling task's path and the call's index.
@@ -468,7 +468,13 @@ pub(crate) fn checkpoint_task_id(
     node: &str,
     path: TaskIdPath<'_>,
 ) -> String {
-    let mut bytes = Vec::with_capacity(96);
+    let parts = match path {
+        TaskIdPath::Pull(triggers) => triggers.iter().map(|t| t.len()).sum(),
+        TaskIdPath::Push(_) => 20,
+        TaskIdPath::Call(parts) => parts.iter().map(|p| p.len()).sum(),
+    };
+    let mut bytes =
+        Vec::with_capacity(checkpoint.len() + namespace.len() + 20 + node.len() + 16 + parts);
     bytes.extend_from_slice(checkpoint);
     bytes.extend_from_slice(namespace.as_bytes());
     push_decimal(&mut bytes, step);

@@ -1327,15 +1327,7 @@ impl Loop {
         match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
             TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            TaskPath::Pull(_) => {
-                let mut triggers: Vec<Arc<str>> = self.graph.nodes[task.node]
-                    .triggers
-                    .iter()
-                    .map(|c| self.graph.shape.channel_name_arc(*c))
-                    .collect();
-                triggers.sort();
-                triggers
-            }
+            TaskPath::Pull(_) => self.graph.sorted_triggers(task.node).to_vec(),
         }
     }
 

@@ -396,13 +396,7 @@ impl Loop {
             };
             let id = match task.path {
                 TaskPath::Pull(node) => {
-                    let mut triggers: Vec<&str> = graph.nodes[node]
-                        .triggers
-                        .iter()
-                        .map(|c| graph.shape.channel_name(*c))
-                        .collect();
-                    triggers.sort_unstable();
-                    let kind = TaskIdPath::Pull(&triggers);
+                    let kind = TaskIdPath::Pull(graph.sorted_triggers(node));
                     checkpoint_task_id(&bytes, &path, self.step, name, kind)
                 }
                 TaskPath::Push(index) | TaskPath::Update(index) => {
