@@ -10,16 +10,10 @@ search for "cosine of a number" with limit 5.
 Run with the harness virtualenv: python bigtool.py [-r REPS] [--warmup N]
 """
 
-import argparse
-import importlib.util
-import json
-import statistics
-import time
-
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from store import DIMS, embed
+from store import DIMS, embed, run_harness
 
 TOOLS = 10000
 FAMILIES = [
@@ -58,34 +52,5 @@ def search_10k_tools():
 WORKLOADS = [("bigtool_search_10k_tools", search_10k_tools)]
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("-r", "--reps", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=1)
-    args = parser.parse_args()
-    numpy = importlib.util.find_spec("numpy") is not None
-    for name, setup in WORKLOADS:
-        run = setup()
-        for _ in range(args.warmup):
-            run()
-        times = []
-        chunks, check = 0, None
-        for _ in range(args.reps):
-            start = time.perf_counter()
-            chunks, check = run()
-            times.append(time.perf_counter() - start)
-        print(json.dumps({
-            "impl": "python-langgraph-1.2.22",
-            "workload": name,
-            "mode": "sync",
-            "reps": len(times),
-            "median_s": round(statistics.median(times), 6),
-            "min_s": round(min(times), 6),
-            "chunks": chunks,
-            "check": check,
-            "numpy": numpy,
-        }))
-
-
 if __name__ == "__main__":
-    main()
+    run_harness(WORKLOADS)

@@ -114,13 +114,14 @@ WORKLOADS = [
 ]
 
 
-def main():
+def run_harness(workloads):
+    """Times each (name, setup) workload and prints one JSON line for it."""
     parser = argparse.ArgumentParser()
     parser.add_argument("-r", "--reps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
     args = parser.parse_args()
     numpy = importlib.util.find_spec("numpy") is not None
-    for name, setup in WORKLOADS:
+    for name, setup in workloads:
         run = setup()
         for _ in range(args.warmup):
             run()
@@ -144,4 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_harness(WORKLOADS)
