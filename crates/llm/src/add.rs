@@ -106,16 +106,19 @@ fn unknown_remove_id<'a>(current: &'a [Message], update: &'a [Message]) -> Optio
 /// The merge itself, for an update whose remove markers are known to be
 /// valid (a marker with an unknown id is skipped).
 fn merge(mut current: Vec<Message>, mut update: Vec<Message>) -> Vec<Message> {
-    assign_ids(&mut current);
     assign_ids(&mut update);
     if let Some(last) = update.iter().rposition(Message::is_remove_all) {
         return update.split_off(last + 1);
     }
     if update.is_empty() {
+        assign_ids(&mut current);
         return current;
     }
     // Plan with ids borrowed from both lists (no id is copied), then apply.
-    let (actions, removed) = plan(&current, &update);
+    // A current message without an id gets a fresh one, which no update
+    // can name: the plan holds without it, and the ids are given after
+    // (found by the plan's own pass over the list, not by another).
+    let (actions, removed, unnamed) = plan(&current, &update);
     let mut update: Vec<Option<Message>> = update.into_iter().map(Some).collect();
     for action in actions {
         match action {
@@ -126,6 +129,9 @@ fn merge(mut current: Vec<Message>, mut update: Vec<Message>) -> Vec<Message> {
             }
             Action::Append { from } => current.extend(update[from].take()),
         }
+    }
+    if unnamed {
+        assign_ids(&mut current);
     }
     if !removed.is_empty() {
         current.retain(|m| m.id().is_none_or(|id| !removed.contains(id)));
@@ -140,8 +146,9 @@ enum Action {
     Append { from: usize },
 }
 
-/// The merge steps in order, and the ids to delete at the end.
-fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String>) {
+/// The merge steps in order, the ids to delete at the end, and whether
+/// some current message has no id.
+fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String>, bool) {
     // Python builds `{m.id: i}` over the list, so with repeated ids on the
     // left the last slot is the one updates land in. Only the ids the
     // update names matter, so only they are indexed: a long history costs
@@ -156,9 +163,14 @@ fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String
     };
     let mut slots: HashMap<&str, usize, FxBuild> =
         HashMap::with_capacity_and_hasher(update.len(), FxBuild);
+    let mut unnamed = false;
     for (i, message) in current.iter().enumerate() {
-        if let Some(id) = message.id().filter(|id| named(id)) {
-            slots.insert(id, i);
+        match message.id() {
+            Some(id) if named(id) => {
+                slots.insert(id, i);
+            }
+            Some(_) => {}
+            None => unnamed = true,
         }
     }
     let mut len = current.len();
@@ -185,7 +197,7 @@ fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String
         }
     }
     let removed = removed.into_iter().map(str::to_owned).collect();
-    (actions, removed)
+    (actions, removed, unnamed)
 }
 
 fn assign_ids(messages: &mut [Message]) {
@@ -258,6 +270,35 @@ mod tests {
         assert_eq!(merged[1].text(), "c");
         let removed = try_add_messages(merged, vec![Message::remove("x")]).unwrap();
         assert!(removed.is_empty());
+    }
+
+    #[test]
+    fn current_messages_without_ids_get_them_whatever_the_update_does() {
+        let current = || {
+            vec![
+                Message::human("a"),
+                Message::ai("b").with_id("b"),
+                Message::human("c"),
+            ]
+        };
+        // A replacement, an append, a removal, and nothing at all.
+        for update in [
+            vec![Message::ai("B").with_id("b")],
+            vec![Message::ai("d").with_id("d")],
+            vec![Message::remove("b")],
+            vec![],
+        ] {
+            let merged = try_add_messages(current(), update.clone()).unwrap();
+            assert!(merged.iter().all(|m| m.id().is_some()), "{update:?}");
+            let texts: Vec<String> = merged.iter().map(|m| m.text().into_owned()).collect();
+            let expected: &[&str] = match update.first() {
+                Some(Message::Remove(_)) => &["a", "c"],
+                Some(m) if m.text() == "B" => &["a", "B", "c"],
+                Some(_) => &["a", "b", "c", "d"],
+                None => &["a", "b", "c"],
+            };
+            assert_eq!(texts, expected, "{update:?}");
+        }
     }
 
     #[test]
