@@ -248,6 +248,10 @@ impl<'a> NormedQuery<'a> {
             let error =
                 query.l1 * codes.scale / 2.0 + codes.l1 * query.scale / 2.0 + dims * scales / 4.0;
             let norms = self.norm * vector.norm;
+            if !norms.is_finite() || !approx.is_finite() || !error.is_finite() {
+                // Components so large their squares overflow: exact only.
+                return None;
+            }
             // A little more than the bound, for the rounding of this `f32`
             // arithmetic itself.
             let spread = error * 1.01 / norms + SCORE_SLACK;
@@ -358,7 +362,12 @@ mod tests {
     #[test]
     fn vectors_that_cannot_be_coded_are_scored_exactly() {
         let query = NormedQuery::new(&[1.0, 0.0]);
-        for odd in [vec![f32::NAN, 1.0], vec![0.0, 0.0], vec![1.0, 0.0, 0.0]] {
+        for odd in [
+            vec![f32::NAN, 1.0],
+            vec![0.0, 0.0],
+            vec![1.0, 0.0, 0.0],
+            vec![3e38, 3e38],
+        ] {
             let vectors = [NormedVector::new(odd)];
             assert_eq!(query.score_bounds(&vectors), None);
         }
