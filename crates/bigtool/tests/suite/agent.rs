@@ -12,7 +12,7 @@ use stategraph_graph::{CompileOptions, CompiledStateGraph};
 use stategraph_llm::{
     AiMessage, FnTool, HashEmbeddings, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError,
 };
-use stategraph_store::{InMemoryStore, IndexConfig};
+use stategraph_store::{InMemoryStore, IndexConfig, ToolContextStore};
 
 fn tool(name: &str) -> SharedTool {
     let name = name.to_owned();
@@ -23,13 +23,17 @@ fn tool(name: &str) -> SharedTool {
         move |_args: Json, ctx| {
             let label = label.clone();
             async move {
-                // Injected state reaches every tool.
+                // Injected state, store and call id reach every tool.
                 let messages = ctx
                     .state
                     .as_ref()
                     .and_then(|s| s.to_json().ok())
                     .map_or(0, |s| s["messages"].as_array().map_or(0, Vec::len));
-                Ok::<_, ToolError>(format!("{label} ran with {messages} messages in state"))
+                let store = if ctx.store().is_some() { "a" } else { "no" };
+                let call = ctx.tool_call_id.clone().unwrap_or_default();
+                Ok::<_, ToolError>(format!(
+                    "{label} ran with {messages} messages in state, {store} store, for call {call}"
+                ))
             }
         },
     ))
@@ -134,6 +138,11 @@ async fn retrieval_and_tool_calls_run_in_one_step() {
         .collect();
     assert_eq!(answered, ["r", "x"]);
     assert!(stategraph_prebuilt::is_well_paired(&messages));
+    let alpha = messages[3].text();
+    assert!(
+        alpha.contains("with 2 messages in state, a store, for call x"),
+        "{alpha}"
+    );
 }
 
 #[tokio::test]
