@@ -113,6 +113,17 @@ impl<T: StateValue> BinaryOperatorAggregate<T> {
         self.value.as_deref()
     }
 
+    /// Folds a plain write into the value with the reducer.
+    fn reduce(&mut self, value: Arc<T>) {
+        self.value = Some(match self.value.take() {
+            None => value,
+            Some(current) => Arc::new((self.reducer)(
+                unwrap_or_clone(current),
+                unwrap_or_clone(value),
+            )),
+        });
+    }
+
     fn classify(value: Value) -> Result<Write<T>> {
         let value = match value.downcast_arc::<Overwrite<T>>() {
             Ok(overwrite) => return Ok(Write::Overwrite(Arc::new(unwrap_or_clone(overwrite).0))),
@@ -214,16 +225,16 @@ impl<T: StateValue> Channel for BinaryOperatorAggregate<T> {
                 }
                 // After an overwrite, the step's other writes are ignored.
                 Write::Plain(_) if seen_overwrite => {}
-                Write::Plain(value) => {
-                    self.value = Some(match self.value.take() {
-                        None => value,
-                        Some(current) => Arc::new((self.reducer)(
-                            unwrap_or_clone(current),
-                            unwrap_or_clone(value),
-                        )),
-                    });
-                }
+                Write::Plain(value) => self.reduce(value),
             }
+        }
+        Ok(true)
+    }
+
+    fn update_one(&mut self, value: Value) -> Result<bool> {
+        match Self::classify(value)? {
+            Write::Overwrite(value) => self.value = Some(value),
+            Write::Plain(value) => self.reduce(value),
         }
         Ok(true)
     }

@@ -149,6 +149,31 @@ proptest! {
         prop_assert_eq!(observe(one.as_ref()), observe(many.as_ref()));
     }
 
+    /// A reducer channel's single write, plain, overwrite, live or JSON,
+    /// does what the same write in a list does.
+    #[test]
+    fn a_reducer_channel_takes_one_write_as_a_list_of_one(
+        before in prop::collection::vec(any::<i64>(), 0..4),
+        write in prop::collection::vec(any::<i64>(), 0..4),
+        shape in 0_u8..4,
+    ) {
+        let mut channel = BinaryOperatorAggregate::new(reducers::append::<Vec<i64>>);
+        if !before.is_empty() {
+            channel.update(vec![Value::new(before)]).unwrap();
+        }
+        let value = || match shape {
+            0 => Value::new(write.clone()),
+            1 => Value::new(Overwrite(write.clone())),
+            2 => Value::from_json(json!(write)),
+            _ => Value::from_json(json!({"__overwrite__": write})),
+        };
+        let (mut one, mut many) = (channel.clone(), channel);
+        let a = one.update_one(value()).map_err(|e| e.to_string());
+        let b = many.update(vec![value()]).map_err(|e| e.to_string());
+        prop_assert_eq!(a, b);
+        prop_assert_eq!(one.value(), many.value());
+    }
+
     /// Two or more writes to a last-value channel in one step are rejected.
     #[test]
     fn last_value_takes_one_write_per_step(writes in prop::collection::vec(any::<i64>(), 2..5)) {
