@@ -271,7 +271,10 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                 let mut values = ::std::vec::Vec::with_capacity(#count);
                 #(
                     if let ::core::option::Option::Some(value) = update.#idents {
-                        values.push((#p::Arc::<str>::from(#keys), #wraps(value)));
+                        // One shared key per field, not an allocation per update.
+                        static KEY: ::std::sync::OnceLock<#p::Arc<str>> = ::std::sync::OnceLock::new();
+                        let key = ::core::clone::Clone::clone(KEY.get_or_init(|| #p::Arc::<str>::from(#keys)));
+                        values.push((key, #wraps(value)));
                     }
                 )*
                 #p::StateValues::new(values)

@@ -947,13 +947,13 @@ impl Loop {
         {
             return value.clone();
         }
-        let value = Value::new(StateValues::new(
-            keys.iter()
-                .filter_map(|(key, channel)| {
-                    Some((key.clone(), self.channels.get(*channel).get()?))
-                })
-                .collect(),
-        ));
+        let mut pairs = Vec::with_capacity(keys.len());
+        pairs.extend(
+            keys.iter().filter_map(|(key, channel)| {
+                Some((key.clone(), self.channels.get(*channel).get()?))
+            }),
+        );
+        let value = Value::new(StateValues::new(pairs));
         self.input_cache[set] = Some((self.epoch, value.clone()));
         value
     }
