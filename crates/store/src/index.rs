@@ -146,10 +146,10 @@ impl NormedVector {
     }
 }
 
-/// A vector in 8-bit codes (`value ≈ code × scale`) with what bounds the
-/// error of a dot product taken on codes: a large search scores every
-/// item on codes (a quarter of the memory to read), then exactly only the
-/// items whose bounds say they could make the page.
+/// A vector in 11-bit codes (`value ≈ code × scale`, stored as `i16`) with
+/// what bounds the error of a dot product taken on codes: a large search
+/// scores every item on codes (half the memory to read, integer products),
+/// then exactly only the items whose bounds say they could make the page.
 #[derive(Clone, Debug, PartialEq)]
 struct Quantized {
     codes: Vec<i16>,

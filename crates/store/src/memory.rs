@@ -382,20 +382,20 @@ impl InMemoryStore {
 }
 
 /// How many vector components a search scores exactly, or bounds on
-/// 8-bit codes (four times cheaper), before it splits the work across
-/// threads (below, starting threads costs more than it saves).
+/// 11-bit codes (about four times cheaper), before it splits the work
+/// across threads (below, starting threads costs more than it saves).
 const PARALLEL_COMPONENTS: usize = 1 << 20;
 const PARALLEL_CODES: usize = 1 << 22;
 
 /// How many candidates a search must have, and how many times the page,
-/// before it ranks them on 8-bit codes first.
+/// before it ranks them on 11-bit codes first.
 const PREFILTER_CANDIDATES: usize = 1024;
 const PREFILTER_RATIO: usize = 8;
 
 /// The candidates (by position) that could make the first `wanted`
 /// results, with their exact scores; the others can be left out.
 ///
-/// A large search bounds every candidate's score from 8-bit codes, finds
+/// A large search bounds every candidate's score from 11-bit codes, finds
 /// the `wanted`-th best lower bound, and scores exactly only candidates
 /// whose upper bound reaches it: at least `wanted` candidates score at
 /// least that much, so any other ranks after them. The scores are the
@@ -419,17 +419,21 @@ fn score_page_candidates(
             .iter()
             .map(|e| {
                 if e.vectors.is_empty() {
-                    // Unscored: ranks after every scored item.
-                    Some(None)
-                } else {
-                    query.score_bounds(&e.vectors).map(Some)
+                    return Bound::Unscored;
+                }
+                match query.score_bounds(&e.vectors) {
+                    Some((lower, upper)) => Bound::Within(lower, upper),
+                    None => Bound::Exact,
                 }
             })
             .collect()
     });
     let mut lowers: Vec<f32> = bounds
         .iter()
-        .filter_map(|b| b.flatten().map(|(lower, _)| lower))
+        .filter_map(|bound| match bound {
+            Bound::Within(lower, _) => Some(*lower),
+            _ => None,
+        })
         .collect();
     if lowers.len() < wanted || wanted == 0 {
         return everything();
@@ -440,14 +444,23 @@ fn score_page_candidates(
         .iter()
         .enumerate()
         .filter(|(_, bound)| match bound {
-            // Exact score needed (no codes), or it could reach the page.
-            None => true,
-            Some(Some((_, upper))) => *upper >= threshold,
-            Some(None) => false,
+            Bound::Exact => true,
+            Bound::Within(_, upper) => *upper >= threshold,
+            Bound::Unscored => false,
         })
         .map(|(at, _)| at)
         .collect();
     score_all(query, candidates, &keep)
+}
+
+/// What codes say of a candidate's score.
+enum Bound {
+    /// Between these two.
+    Within(f32, f32),
+    /// Nothing: it must be scored exactly (a vector without codes).
+    Exact,
+    /// It has no vectors, so no score: it ranks after every scored one.
+    Unscored,
 }
 
 /// The exact scores of the candidates at positions `keep`, with their
