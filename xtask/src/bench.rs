@@ -1,5 +1,6 @@
-//! `cargo xtask bench`: the Rust workloads built with the `benchmark` profile (release + LTO), optionally beside
-//! the Python LangGraph harnesses in the same run.
+//! `cargo xtask bench`: the Rust workloads, built with the `benchmark`
+//! profile (release + LTO), optionally beside the Python LangGraph
+//! harnesses in the same run.
 
 use std::path::Path;
 use std::process::Command;

@@ -1792,9 +1792,9 @@ impl Serialize for InputCommand {
     }
 }
 
-/// Runs a task's node: straight through its retries and timeout when it
-/// has no error handler (most nodes: the handler's bookkeeping would cost
-/// a plain step about 5%), else through [`run_task`].
+/// Runs a task's node: a node with no retry policy, timeout or error
+/// handler (most nodes) in one guarded attempt with a small future; any
+/// other through [`run_task`], boxed.
 fn run_node(
     graph: &PregelInner,
     node: NodeId,

@@ -96,7 +96,6 @@ pub struct PregelTask {
     pub subgraph: Option<Box<StateSnapshot>>,
 }
 
-/// Where a run saves and what it saved last.
 /// Exit durability: what the checkpoint saved at the end of the run is
 /// made from. Only its id is needed step by step (task ids hash it); its
 /// metadata and channel names are built once, when it is saved.
@@ -107,6 +106,7 @@ struct AtExit {
     updated: Vec<ChannelId>,
 }
 
+/// Where a run saves and what it saved last.
 pub(super) struct Persist {
     saver: SharedSaver,
     durability: Durability,
