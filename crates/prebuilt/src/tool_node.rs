@@ -152,27 +152,19 @@ impl ToolNode {
         // Several calls in one task: each call's interrupts get ids and
         // answers of their own (LangGraph numbers them across the task, so
         // answers can reach the wrong call when calls interleave).
-        let contexts: Vec<ToolContext> = if calls.len() > 1 {
-            calls
-                .iter()
-                .enumerate()
-                .map(|(index, call)| {
-                    let scope = match &call.id {
-                        Some(id) => format!("call:{id}"),
-                        None => format!("call#{index}"),
-                    };
-                    self.context(input.clone(), &ctx.interrupt_scope(&scope))
-                })
-                .collect()
-        } else {
-            vec![self.context(input.clone(), &ctx)]
-        };
-        let answers = join_all(
-            calls
-                .iter()
-                .zip(contexts.iter().cycle())
-                .map(|(call, base)| self.answer(call, base.clone())),
-        )
+        let scoped = calls.len() > 1;
+        let answers = join_all(calls.iter().enumerate().map(|(index, call)| {
+            let ctx = if scoped {
+                let scope = match &call.id {
+                    Some(id) => format!("call:{id}"),
+                    None => format!("call#{index}"),
+                };
+                ctx.interrupt_scope(&scope)
+            } else {
+                ctx.clone()
+            };
+            self.answer(call, self.context(input.clone(), &ctx))
+        }))
         .await;
         let answers = gather(calls.iter().zip(answers))?;
         self.combine(answers)
