@@ -58,6 +58,18 @@ fn call(name: &str, args: Json, id: &str) -> ToolCall {
     ToolCall::new(name, args).with_id(id)
 }
 
+/// A model that asks `retrieve_tools` for `query` once, then answers "done".
+fn retrieving(query: &str) -> Arc<ScriptedChatModel> {
+    Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({ "query": query }),
+            "r",
+        )]),
+        AiMessage::new("done"),
+    ]))
+}
+
 fn offered(model: &ScriptedChatModel, call: usize) -> Vec<String> {
     model.calls()[call]
         .options
@@ -148,14 +160,7 @@ async fn retrieval_and_tool_calls_run_in_one_step() {
 #[tokio::test]
 async fn a_custom_retriever_and_unknown_ids() {
     let registry = registry(&[("math/add", "add"), ("text/upper", "upper")]);
-    let model = Arc::new(ScriptedChatModel::new([
-        AiMessage::new("").with_tool_calls(vec![call(
-            "retrieve_tools",
-            json!({"query": "math"}),
-            "r",
-        )]),
-        AiMessage::new("done"),
-    ]));
+    let model = retrieving("math");
     // Category lookup: every id under the query's prefix, and one that
     // does not exist.
     let agent = create_bigtool_agent(model.clone(), registry)
@@ -181,14 +186,7 @@ async fn a_custom_retriever_and_unknown_ids() {
 #[tokio::test]
 async fn a_plain_function_retrieves_too() {
     let registry = registry(&[("math/add", "add"), ("text/upper", "upper")]);
-    let model = Arc::new(ScriptedChatModel::new([
-        AiMessage::new("").with_tool_calls(vec![call(
-            "retrieve_tools",
-            json!({"query": "text"}),
-            "r",
-        )]),
-        AiMessage::new("done"),
-    ]));
+    let model = retrieving("text");
     let agent = create_bigtool_agent(model.clone(), registry)
         .retrieve_with_sync(|query, _ctx| match query {
             "text" => Ok(vec!["text/upper".to_owned()]),
@@ -203,14 +201,7 @@ async fn a_plain_function_retrieves_too() {
 
 #[tokio::test]
 async fn a_failing_retrieval_is_answered_not_fatal() {
-    let model = Arc::new(ScriptedChatModel::new([
-        AiMessage::new("").with_tool_calls(vec![call(
-            "retrieve_tools",
-            json!({"query": "x"}),
-            "r",
-        )]),
-        AiMessage::new("done"),
-    ]));
+    let model = retrieving("x");
     // No store given: the default retrieval cannot search.
     let agent = create_bigtool_agent(model, registry(&[("a", "alpha")]))
         .build()
