@@ -75,11 +75,11 @@ pub(crate) fn workloads() -> Vec<Workload> {
         },
         Workload {
             name: "sequential_1000_compilation",
-            setup: || compilation_runner(sequential_builder(1000), 1000),
+            setup: || compilation_runner(sequential_builder(1000)),
         },
         Workload {
             name: "wide_dict_15x600_compilation",
-            setup: || compilation_runner(wide_builder(600), 6),
+            setup: || compilation_runner(wide_builder(600)),
         },
     ]
 }
@@ -214,20 +214,25 @@ fn first_event_runner() -> Runner {
     })
 }
 
-pub(crate) fn compilation_runner(builder: StateGraph, nodes: usize) -> Runner {
+pub(crate) fn compilation_runner(builder: StateGraph) -> Runner {
     Box::new(move || {
         let compiled = builder.compile().unwrap_or_else(|err| panic!("{err}"));
-        let user_nodes = compiled
-            .pregel()
-            .shape()
-            .node_names()
-            .iter()
-            .filter(|n| !n.starts_with("__"))
-            .count();
-        assert_eq!(user_nodes, nodes);
+        // As the Python harness: only `compile()` is timed. The check reads
+        // the last compiled graph after the clock stops, and each graph is
+        // dropped there too (Python's compiled graphs hold reference cycles,
+        // so its harness leaves their freeing to the garbage collector).
         Outcome {
             chunks: 0,
-            check: json!({"user_nodes": user_nodes}).into(),
+            check: Check::later(move || {
+                let user_nodes = compiled
+                    .pregel()
+                    .shape()
+                    .node_names()
+                    .iter()
+                    .filter(|n| !n.starts_with("__"))
+                    .count();
+                json!({"user_nodes": user_nodes})
+            }),
         }
     })
 }

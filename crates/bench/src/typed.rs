@@ -187,5 +187,5 @@ fn runner(outer: usize, inner: usize, n: usize, checkpoint: bool) -> Runner {
 }
 
 fn compilation() -> Runner {
-    crate::graphs::compilation_runner(builder(600), 6)
+    crate::graphs::compilation_runner(builder(600))
 }
