@@ -1,6 +1,7 @@
 //! `StateGraph`: the graph builder.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use stategraph_core::FxBuild;
 use stategraph_pregel::{NodeFn, RetryPolicy, TimeoutPolicy};
@@ -33,6 +34,28 @@ pub struct NodeSpec {
     /// The compiled graph this node runs, when it is one (drawn expanded
     /// with `get_graph(true)`).
     pub(crate) subgraph: Option<CompiledStateGraph>,
+    /// The node's name and its trigger channel's, set when the node is
+    /// added; every compile shares them.
+    pub(crate) names: Option<NodeNames>,
+}
+
+/// A node's name, the name of its trigger channel (`branch:to:{node}`) and
+/// its position in the order nodes were added.
+#[derive(Clone, Debug)]
+pub(crate) struct NodeNames {
+    pub(crate) node: Arc<str>,
+    pub(crate) trigger: Arc<str>,
+    pub(crate) position: usize,
+}
+
+impl NodeNames {
+    pub(crate) fn new(node: &str, position: usize) -> Self {
+        Self {
+            node: Arc::from(node),
+            trigger: Arc::from(stategraph_pregel::names::branch_to(node)),
+            position,
+        }
+    }
 }
 
 impl NodeSpec {
@@ -66,6 +89,7 @@ impl NodeSpec {
             handled: false,
             is_error_handler: false,
             drawn: stategraph_core::JsonMap::new(),
+            names: None,
         }
     }
 
@@ -286,8 +310,9 @@ pub struct StateGraph {
     pub(crate) nodes: BTreeMap<String, NodeSpec>,
     // Insertion order of nodes (drawing and error messages follow it).
     pub(crate) node_order: Vec<String>,
-    pub(crate) edges: BTreeSet<(String, String)>,
-    pub(crate) waiting_edges: BTreeSet<(Vec<String>, String)>,
+    // Shared with compiled graphs (which draw them); copied on write.
+    pub(crate) edges: Arc<BTreeSet<(String, String)>>,
+    pub(crate) waiting_edges: Arc<BTreeSet<(Vec<String>, String)>>,
     pub(crate) branches: BTreeMap<String, Vec<(String, Branch)>>,
     pub(crate) defaults: NodeDefaults,
 }
@@ -302,8 +327,8 @@ impl StateGraph {
             managed: Vec::new(),
             nodes: BTreeMap::new(),
             node_order: Vec::new(),
-            edges: BTreeSet::new(),
-            waiting_edges: BTreeSet::new(),
+            edges: Arc::default(),
+            waiting_edges: Arc::default(),
             branches: BTreeMap::new(),
             defaults: NodeDefaults::default(),
         }
@@ -398,17 +423,21 @@ impl StateGraph {
             });
         }
         if let Some(handler) = error_handler {
-            match self.nodes.get(DEFAULT_ERROR_HANDLER) {
+            let position = match self.nodes.get(DEFAULT_ERROR_HANDLER) {
                 Some(spec) if !spec.is_error_handler => {
                     return Err(GraphError::DuplicateErrorHandler(
                         DEFAULT_ERROR_HANDLER.to_owned(),
                     ));
                 }
-                Some(_) => {}
-                None => self.node_order.push(DEFAULT_ERROR_HANDLER.to_owned()),
-            }
+                Some(spec) => self.names_of(DEFAULT_ERROR_HANDLER, spec).position,
+                None => {
+                    self.node_order.push(DEFAULT_ERROR_HANDLER.to_owned());
+                    self.node_order.len() - 1
+                }
+            };
             let mut spec = NodeSpec::from_fn(handler);
             spec.is_error_handler = true;
+            spec.names = Some(NodeNames::new(DEFAULT_ERROR_HANDLER, position));
             self.nodes.insert(DEFAULT_ERROR_HANDLER.to_owned(), spec);
         }
         if !retry.is_empty() {
@@ -424,6 +453,25 @@ impl StateGraph {
     }
 
     /// The error handler node of `name`, if any.
+    /// The names of the node added under `name`, made when it was added.
+    pub(crate) fn names_of(&self, name: &str, spec: &NodeSpec) -> NodeNames {
+        spec.names.clone().unwrap_or_else(|| {
+            let position = self.node_order.iter().position(|n| n == name);
+            NodeNames::new(name, position.unwrap_or(usize::MAX))
+        })
+    }
+
+    /// The nodes with their names, in the order they were added.
+    pub(crate) fn declared_nodes(&self) -> Vec<(NodeNames, &NodeSpec)> {
+        let mut nodes: Vec<(NodeNames, &NodeSpec)> = self
+            .nodes
+            .iter()
+            .map(|(name, spec)| (self.names_of(name, spec), spec))
+            .collect();
+        nodes.sort_unstable_by_key(|(names, _)| names.position);
+        nodes
+    }
+
     pub(crate) fn error_handler_of(&self, name: &str, spec: &NodeSpec) -> Option<String> {
         if spec.is_error_handler {
             None
@@ -489,10 +537,12 @@ impl StateGraph {
             let mut handler_spec = NodeSpec::from_fn(handler);
             handler_spec.input_keys = spec.input_keys.clone();
             handler_spec.is_error_handler = true;
+            handler_spec.names = Some(NodeNames::new(&handler_name, self.node_order.len()));
             spec.handled = true;
             self.nodes.insert(handler_name.clone(), handler_spec);
             self.node_order.push(handler_name);
         }
+        spec.names = Some(NodeNames::new(name, self.node_order.len()));
         self.nodes.insert(name.to_owned(), spec);
         self.node_order.push(name.to_owned());
         Ok(self)
@@ -509,7 +559,7 @@ impl StateGraph {
         if end == START {
             return Err(GraphError::StartAsTarget);
         }
-        self.edges.insert((start.to_owned(), end.to_owned()));
+        Arc::make_mut(&mut self.edges).insert((start.to_owned(), end.to_owned()));
         Ok(self)
     }
 
@@ -529,7 +579,7 @@ impl StateGraph {
         if end == START {
             return Err(GraphError::StartAsTarget);
         }
-        self.waiting_edges.insert((
+        Arc::make_mut(&mut self.waiting_edges).insert((
             starts.iter().map(|s| (*s).to_owned()).collect(),
             end.to_owned(),
         ));
@@ -629,10 +679,15 @@ impl StateGraph {
     /// # Errors
     /// The first problem found, naming the node or edge at fault.
     pub fn validate(&self, interrupt: &[&str]) -> Result<(), GraphError> {
-        // Hash lookups: big graphs have thousands of edges. Where several
-        // names are wrong, the error names the first in sorted order.
-        let nodes: HashSet<&str, FxBuild> = self.nodes.keys().map(String::as_str).collect();
-        let known = |name: &str| nodes.contains(name);
+        // Big graphs have thousands of edges. Where several names are
+        // wrong, the error names the first in sorted order.
+        // A small graph searches its ordered map; a big one hashes the names once.
+        let hashed: Option<HashSet<&str, FxBuild>> =
+            (self.nodes.len() > 32).then(|| self.nodes.keys().map(String::as_str).collect());
+        let known = |name: &str| match &hashed {
+            Some(nodes) => nodes.contains(name),
+            None => self.nodes.contains_key(name),
+        };
         let sources = self
             .edges
             .iter()

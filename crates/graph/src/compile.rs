@@ -11,14 +11,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use stategraph_channels::{
-    EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
+    Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
 };
 use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
 use stategraph_core::{FxBuild, Value};
 use stategraph_pregel::{
     ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
-    PregelBuilder, PregelError, PregelNode, Reads, StateValues, SubgraphCheckpoints, TaskContext,
-    WriteContext, Writer, names,
+    PregelBuilder, PregelError, PregelNode, ReadKeys, Reads, StateValues, SubgraphCheckpoints,
+    TaskContext, WriteContext, Writer, names,
 };
 use stategraph_store::{SharedStore, Store};
 
@@ -57,84 +57,77 @@ impl StateGraph {
             .collect();
         self.validate(&breakpoints)?;
         let mut builder = options.pregel_builder();
-        let state_keys: Vec<String> = self.schema.keys().map(str::to_owned).collect();
         builder.reserve(
-            self.schema.keys().count() + 2 * self.nodes.len() + self.waiting_edges.len() + 2,
+            self.schema.len() + self.nodes.len() + self.waiting_edges.len() + 2,
             self.nodes.len() + 1,
         );
-        let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::new();
+        // State keys and their channel prototypes are shared with the schema.
+        let mut key_ids: Vec<(Arc<str>, ChannelId)> = Vec::with_capacity(self.schema.len());
         for (key, channel) in self.schema.channels() {
-            let id = builder.add_boxed_channel(key, channel.boxed_clone())?;
-            key_ids.push((Arc::from(key), id));
+            let id = builder.add_shared_channel(key.clone(), channel.clone())?;
+            key_ids.push((key.clone(), id));
         }
+        let key_ids: ReadKeys = key_ids.into();
+        let state_ids: Vec<ChannelId> = key_ids.iter().map(|(_, id)| *id).collect();
         let start_channel = builder.add_channel(START, EphemeralValue::<Value>::new())?;
         let tasks_channel = builder.add_channel(
             names::TASKS,
             stategraph_channels::Topic::<stategraph_pregel::Send>::new(),
         )?;
-        let mut branch_channels = std::collections::BTreeMap::new();
-        // Name lookups below go through a hash map: `nodes` and
-        // `branch_channels` are ordered maps, slow to search on big graphs.
-        let mut branch_ids: HashMap<&str, ChannelId, FxBuild> =
+        // One `branch:to:{node}` trigger channel per node; nodes of a kind
+        // share one prototype.
+        let ephemeral: Arc<dyn Channel> = Arc::new(EphemeralValue::<Value>::unguarded());
+        let deferred: Arc<dyn Channel> = Arc::new(LastValueAfterFinish::<Value>::new());
+        let mut branch_channels: NameMap<ChannelId> =
             HashMap::with_capacity_and_hasher(self.nodes.len(), FxBuild);
         for (name, spec) in &self.nodes {
-            let channel = names::branch_to(name);
-            let id = if spec.defer {
-                builder.add_channel(&channel, LastValueAfterFinish::<Value>::new())?
-            } else {
-                builder.add_channel(&channel, EphemeralValue::<Value>::unguarded())?
-            };
-            branch_channels.insert(name.clone(), id);
-            branch_ids.insert(name, id);
+            let names = self.names_of(name, spec);
+            let prototype = if spec.defer { &deferred } else { &ephemeral };
+            let id = builder.add_shared_channel(names.trigger, prototype.clone())?;
+            branch_channels.insert(names.node, id);
         }
         let routing = Arc::new(Routing {
-            branch_channels: branch_channels.clone(),
+            branch_channels,
             tasks_channel,
         });
 
         // The START node maps the input onto the input keys.
-        let input_keys = self
-            .input_keys
-            .clone()
-            .unwrap_or_else(|| state_keys.clone());
+        let input_keys = match &self.input_keys {
+            Some(keys) => select(&key_ids, keys),
+            None => key_ids.clone(),
+        };
+        let control = control_writer(routing.clone());
         let mut start = PregelNode::new(
             vec![start_channel],
             Reads::Channel(start_channel),
             None,
-            vec![
-                state_writer(select(&key_ids, &input_keys).into()),
-                control_writer(routing.clone()),
-            ],
+            vec![state_writer(input_keys), control.clone()],
         );
         start.set_hidden(true);
         builder.add_node(START, start)?;
 
-        // Every node writes any state key: one shared key list.
-        let all_keys: Arc<[(Arc<str>, ChannelId)]> = Arc::from(key_ids.as_slice());
+        // Every node writes any state key: one shared writer.
+        let writes_state = state_writer(key_ids.clone());
         // In declaration order: the runtime lists tasks planned from a
         // stored checkpoint in the order nodes were added.
-        let specs: HashMap<&str, &NodeSpec, FxBuild> = self
-            .nodes
-            .iter()
-            .map(|(name, spec)| (name.as_str(), spec))
-            .collect();
-        for name in &self.node_order {
-            let spec = specs[name.as_str()];
+        let declared = self.declared_nodes();
+        for (names, spec) in &declared {
+            let name = &*names.node;
             let reads = match &spec.input_keys {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),
             };
+            let mut writers = Vec::with_capacity(3);
+            writers.push(writes_state.clone());
+            writers.push(control.clone());
             let mut node = PregelNode::new(
-                vec![branch_ids[name.as_str()]],
+                vec![routing.branch_channel(name)?],
                 Reads::Map(reads),
                 Some(with_managed(
                     spec.func.clone(),
                     self.managed_keys(spec.input_keys.as_deref()),
                 )),
-                vec![
-                    state_writer(all_keys.clone()),
-                    control_writer(routing.clone()),
-                ],
+                writers,
             );
             let defaults = &self.defaults;
             node.set_retry(if spec.retry.is_empty() {
@@ -154,26 +147,26 @@ impl StateGraph {
             if let Some(policy) = cache {
                 node.set_cache_policy(policy.clone());
             }
-            builder.add_node(name, node)?;
+            builder.add_named_node(names.node.clone(), node)?;
         }
 
-        for (start, end) in &self.edges {
+        for (start, end) in self.edges.iter() {
             if end == END {
                 continue;
             }
-            let target = branch_ids[end.as_str()];
+            let target = routing.branch_channel(end)?;
             node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
                 writes.push((target, Value::null()));
                 Ok(())
             }));
         }
 
-        for (starts, end) in &self.waiting_edges {
+        for (starts, end) in self.waiting_edges.iter() {
             if end == END {
                 continue;
             }
             let channel = format!("join:{}:{end}", starts.join("+"));
-            let id = if specs[end.as_str()].defer {
+            let id = if self.spec(end)?.defer {
                 builder.add_channel(
                     &channel,
                     NamedBarrierValueAfterFinish::new(starts.iter().cloned()),
@@ -192,19 +185,15 @@ impl StateGraph {
         }
 
         for (source, branches) in &self.branches {
-            let reads = match self
+            let input_keys = self
                 .nodes
                 .get(source)
-                .and_then(|spec| spec.input_keys.as_ref())
-            {
+                .and_then(|spec| spec.input_keys.as_deref());
+            let reads = match input_keys {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),
             };
-            let managed = self.managed_keys(
-                self.nodes
-                    .get(source)
-                    .and_then(|spec| spec.input_keys.as_deref()),
-            );
+            let managed = self.managed_keys(input_keys);
             for (_, branch) in branches {
                 let writer = branch_writer(
                     branch.clone(),
@@ -216,21 +205,34 @@ impl StateGraph {
             }
         }
 
-        let output_keys = self
-            .output_keys
-            .clone()
-            .unwrap_or_else(|| state_keys.clone());
+        // Output keys in the order given (validated as state keys).
+        let output = match &self.output_keys {
+            Some(keys) => IoSpec::Ids(
+                keys.iter()
+                    .filter_map(|key| key_ids.iter().find(|(k, _)| **k == **key))
+                    .map(|(_, id)| *id)
+                    .collect(),
+            ),
+            None => IoSpec::Ids(state_ids.clone()),
+        };
         let builder = builder
             .input(START)
-            .output(IoSpec::Many(output_keys))
-            .stream_channels(IoSpec::Many(state_keys));
-        let structure = crate::draw::GraphStructure::from_builder(self)
+            .output(output)
+            .stream_channels(IoSpec::Ids(state_ids));
+        let structure = crate::draw::GraphStructure::from_nodes(self, &declared)
             .with_interrupts(&options.interrupt_before, &options.interrupt_after);
         Ok(CompiledStateGraph::with_structure(
             builder.build()?,
-            self,
+            &declared,
             structure,
         ))
+    }
+
+    /// The spec of a node that `validate` found.
+    fn spec(&self, name: &str) -> Result<&NodeSpec, GraphError> {
+        self.nodes
+            .get(name)
+            .ok_or_else(|| GraphError::UnknownTarget(name.to_owned()))
     }
 }
 
@@ -416,7 +418,7 @@ fn node_mut<'a>(
         .ok_or_else(|| GraphError::UnknownSource(name.to_owned()))
 }
 
-fn select(key_ids: &[(Arc<str>, ChannelId)], keys: &[String]) -> Vec<(Arc<str>, ChannelId)> {
+fn select(key_ids: &[(Arc<str>, ChannelId)], keys: &[String]) -> ReadKeys {
     key_ids
         .iter()
         .filter(|(key, _)| keys.iter().any(|k| **k == **key))
@@ -426,11 +428,20 @@ fn select(key_ids: &[(Arc<str>, ChannelId)], keys: &[String]) -> Vec<(Arc<str>, 
 
 /// Where routing writes go.
 struct Routing {
-    branch_channels: std::collections::BTreeMap<String, ChannelId>,
+    // Each node's `branch:to:{node}` trigger channel.
+    branch_channels: NameMap<ChannelId>,
     tasks_channel: ChannelId,
 }
 
 impl Routing {
+    /// The trigger channel of `node`, which `validate` found.
+    fn branch_channel(&self, node: &str) -> Result<ChannelId, GraphError> {
+        self.branch_channels
+            .get(node)
+            .copied()
+            .ok_or_else(|| GraphError::UnknownTarget(node.to_owned()))
+    }
+
     /// The write that runs `node` next; `None` for `END`, and for an unknown
     /// node (LangGraph logs and drops such a write).
     fn goto(&self, node: &str) -> Option<(ChannelId, Value)> {
@@ -447,8 +458,11 @@ impl Routing {
     }
 }
 
+/// Node names to values, hashed with [`FxBuild`].
+type NameMap<V> = HashMap<Arc<str>, V, FxBuild>;
+
 /// Writes a node's state update to the given keys (LangGraph's `_get_updates`).
-fn state_writer(keys: Arc<[(Arc<str>, ChannelId)]>) -> Writer {
+fn state_writer(keys: ReadKeys) -> Writer {
     Arc::new(move |ctx: &WriteContext<'_>, writes| collect_updates(ctx.output(), &keys, writes))
 }
 
@@ -538,7 +552,7 @@ fn control_writer(routing: Arc<Routing>) -> Writer {
 /// Evaluates a conditional edge on the state with the node's own writes applied.
 fn branch_writer(
     branch: Branch,
-    reads: Vec<(Arc<str>, ChannelId)>,
+    reads: ReadKeys,
     managed: Vec<(Arc<str>, Managed)>,
     routing: Arc<Routing>,
 ) -> Writer {

@@ -9,7 +9,7 @@ use stategraph_pregel::{
     Input, Pregel, Result, RunOptions, RunStream, StateSnapshot, StateUpdate, StreamModes,
 };
 
-use crate::builder::StateGraph;
+use crate::builder::{NodeNames, NodeSpec, StateGraph};
 use crate::draw::{DrawableGraph, GraphStructure};
 
 /// A runnable graph (LangGraph's `CompiledStateGraph`).
@@ -33,21 +33,26 @@ impl fmt::Debug for CompiledStateGraph {
 
 impl CompiledStateGraph {
     pub(crate) fn new(pregel: Pregel, graph: &StateGraph) -> Self {
-        Self::with_structure(pregel, graph, GraphStructure::from_builder(graph))
+        let declared = graph.declared_nodes();
+        Self::with_structure(
+            pregel,
+            &declared,
+            GraphStructure::from_nodes(graph, &declared),
+        )
     }
 
-    /// [`CompiledStateGraph::new`] with the drawing structure given.
+    /// [`CompiledStateGraph::new`] with the builder's nodes (in declaration
+    /// order) and the drawing structure given.
     pub(crate) fn with_structure(
         pregel: Pregel,
-        graph: &StateGraph,
+        declared: &[(NodeNames, &NodeSpec)],
         structure: GraphStructure,
     ) -> Self {
-        let subgraphs: Vec<(String, CompiledStateGraph)> = graph
-            .node_order
+        let subgraphs: Vec<(String, CompiledStateGraph)> = declared
             .iter()
-            .filter_map(|name| {
-                let subgraph = graph.nodes.get(name)?.subgraph.clone()?;
-                Some((name.clone(), subgraph))
+            .filter_map(|(names, spec)| {
+                let subgraph = spec.subgraph.as_ref()?;
+                Some((names.node.to_string(), subgraph.clone()))
             })
             .collect();
         Self {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use stategraph_core::JsonMap;
 
-use crate::builder::StateGraph;
+use crate::builder::{NodeNames, NodeSpec, StateGraph};
 use crate::{END, START};
 
 /// How many supersteps the dry run may take (LangGraph's `limit`).
@@ -30,8 +30,8 @@ const DRY_RUN_LIMIT: i64 = 250;
 /// What a compiled graph remembers of its builder, for drawing.
 pub(crate) struct GraphStructure {
     nodes: Vec<NodeInfo>,
-    edges: Vec<(String, String)>,
-    waiting_edges: Vec<(Vec<String>, String)>,
+    edges: Arc<BTreeSet<(String, String)>>,
+    waiting_edges: Arc<BTreeSet<(Vec<String>, String)>>,
     /// Per source node, its branches in the order they were added; each is
     /// its path map (key, destination) when it has one.
     branches: BTreeMap<String, Vec<Option<PathMapPairs>>>,
@@ -44,7 +44,7 @@ pub(crate) struct GraphStructure {
 type PathMapPairs = Vec<(String, String)>;
 
 struct NodeInfo {
-    name: String,
+    name: Arc<str>,
     metadata: JsonMap,
     /// What drawing adds last (`__tools`).
     drawn: JsonMap,
@@ -55,14 +55,13 @@ struct NodeInfo {
 }
 
 impl GraphStructure {
-    /// Copies the drawing-relevant parts of `graph`.
-    pub(crate) fn from_builder(graph: &StateGraph) -> Self {
-        let nodes = graph
-            .node_order
+    /// Copies the drawing-relevant parts of `graph`, whose nodes in
+    /// declaration order are `declared`.
+    pub(crate) fn from_nodes(graph: &StateGraph, declared: &[(NodeNames, &NodeSpec)]) -> Self {
+        let nodes = declared
             .iter()
-            .filter_map(|name| graph.nodes.get(name).map(|spec| (name, spec)))
-            .map(|(name, spec)| NodeInfo {
-                name: name.clone(),
+            .map(|(names, spec)| NodeInfo {
+                name: names.node.clone(),
                 metadata: spec.metadata.clone(),
                 drawn: spec.drawn.clone(),
                 defer: spec.defer,
@@ -92,8 +91,8 @@ impl GraphStructure {
             .collect();
         Self {
             nodes,
-            edges: graph.edges.iter().cloned().collect(),
-            waiting_edges: graph.waiting_edges.iter().cloned().collect(),
+            edges: graph.edges.clone(),
+            waiting_edges: graph.waiting_edges.clone(),
             branches,
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
@@ -138,8 +137,8 @@ impl GraphStructure {
             }
             metadata.extend(node.drawn.iter().map(|(k, v)| (k.clone(), v.clone())));
             graph.nodes.push(GraphNode {
-                id: node.name.clone(),
-                name: node.name.clone(),
+                id: node.name.to_string(),
+                name: node.name.to_string(),
                 data: Some(if node.subgraph.is_some() {
                     NodeData::Graph
                 } else {
@@ -368,14 +367,14 @@ impl<'a> DryRun<'a> {
                     Channel::Ephemeral { set: false }
                 },
             );
-            triggers.insert(node.name.clone(), vec![channel]);
-            order.push(node.name.clone());
+            triggers.insert(node.name.to_string(), vec![channel]);
+            order.push(node.name.to_string());
         }
-        for (starts, end) in &structure.waiting_edges {
+        for (starts, end) in structure.waiting_edges.iter() {
             if end == END {
                 continue;
             }
-            let after_finish = structure.nodes.iter().any(|n| n.name == *end && n.defer);
+            let after_finish = structure.nodes.iter().any(|n| *n.name == **end && n.defer);
             let channel = join_channel(starts, end);
             channels.insert(
                 channel.clone(),
@@ -417,12 +416,12 @@ impl<'a> DryRun<'a> {
     /// The writes of `node`'s plain and waiting edges.
     fn edge_writes(&self, node: &str) -> Vec<Write> {
         let mut writes = Vec::new();
-        for (start, end) in &self.structure.edges {
+        for (start, end) in self.structure.edges.iter() {
             if start == node && end != END {
                 writes.push((branch_channel(end), None));
             }
         }
-        for (starts, end) in &self.structure.waiting_edges {
+        for (starts, end) in self.structure.waiting_edges.iter() {
             if end != END && starts.iter().any(|s| s == node) {
                 writes.push((join_channel(starts, end), Some(node.to_owned())));
             }
@@ -434,7 +433,7 @@ impl<'a> DryRun<'a> {
     /// destinations, then each branch's path map, as (destination, label).
     fn static_writers(&self, node: &str) -> Vec<Vec<(String, Option<String>)>> {
         let mut writers = Vec::new();
-        if let Some(info) = self.structure.nodes.iter().find(|n| n.name == node) {
+        if let Some(info) = self.structure.nodes.iter().find(|n| *n.name == *node) {
             writers.push(info.destinations.clone());
         }
         for path_map in self.structure.branches.get(node).into_iter().flatten() {
@@ -2024,6 +2023,27 @@ defer_waiting	{"nodes": [["__start__", "__start__", null], ["a", "a", null], ["b
         g.add_edge("a", "c").unwrap();
         g.add_edge("b", END).unwrap();
         check("no_path_map_plus_edge", &compile(&g).get_graph(false));
+    }
+
+    #[test]
+    fn a_compiled_graph_keeps_its_edges_when_the_builder_changes() {
+        let mut g = graph(&["a", "b", "c"]);
+        g.add_edge(START, "a").unwrap();
+        g.add_edge("a", "b").unwrap();
+        g.add_waiting_edge(["a", "b"], "c").unwrap();
+        let first = compile(&g);
+        let before = first.get_graph(false).draw_mermaid();
+        // Edges are shared with the compiled graph until the builder
+        // changes them; the compiled graph must not see the change.
+        g.add_edge("b", "c").unwrap();
+        g.add_waiting_edge(["b", "c"], END).unwrap();
+        g.add_node("d", nothing).unwrap();
+        g.add_edge("c", "d").unwrap();
+        assert_eq!(first.get_graph(false).draw_mermaid(), before);
+        let second = compile(&g).get_graph(false).draw_mermaid();
+        assert_ne!(second, before);
+        assert!(second.contains("c --> d"), "{second}");
+        assert!(!before.contains("d(d)"), "{before}");
     }
 
     #[test]

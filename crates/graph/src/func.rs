@@ -153,10 +153,10 @@ impl Entrypoint {
             }
             Ok(())
         });
-        let reads = Reads::Map(vec![
+        let reads = Reads::Map(Arc::new([
             (Arc::from(START), start),
             (Arc::from(PREVIOUS), previous),
-        ]);
+        ]));
         builder.add_node(
             &self.name,
             PregelNode::new(vec![start], reads, Some(self.func.clone()), vec![writer]),

@@ -1,6 +1,7 @@
 //! State schemas: the keys of a graph's state and the channel of each.
 
 use std::fmt;
+use std::sync::Arc;
 
 use stategraph_channels::{BinaryOperatorAggregate, Channel, LastValue, reducers};
 
@@ -16,21 +17,11 @@ use crate::GraphError;
 ///     .reducer("jokes", stategraph_channels::reducers::json_add);
 /// assert_eq!(schema.keys().collect::<Vec<_>>(), ["subject", "jokes"]);
 /// ```
-#[derive(Default)]
+// Keys and channels are shared: a compiled graph holds the same key names
+// and channel prototypes (which runs copy, never change).
+#[derive(Clone, Default)]
 pub struct Schema {
-    keys: Vec<(String, Box<dyn Channel>)>,
-}
-
-impl Clone for Schema {
-    fn clone(&self) -> Self {
-        Self {
-            keys: self
-                .keys
-                .iter()
-                .map(|(k, c)| (k.clone(), c.boxed_clone()))
-                .collect(),
-        }
-    }
+    keys: Vec<(Arc<str>, Arc<dyn Channel>)>,
 }
 
 impl fmt::Debug for Schema {
@@ -50,9 +41,9 @@ impl Schema {
     /// Adds a key stored in `channel` (replacing an earlier declaration of the key).
     #[must_use]
     pub fn key(mut self, name: impl Into<String>, channel: impl Channel) -> Self {
-        let name = name.into();
-        self.keys.retain(|(k, _)| *k != name);
-        self.keys.push((name, Box::new(channel)));
+        let name: String = name.into();
+        self.keys.retain(|(k, _)| **k != *name);
+        self.keys.push((Arc::from(name), Arc::new(channel)));
         self
     }
 
@@ -85,16 +76,27 @@ impl Schema {
 
     /// The key names, in declaration order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.keys.iter().map(|(k, _)| k.as_str())
+        self.keys.iter().map(|(k, _)| &**k)
+    }
+
+    /// The number of keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the schema has no keys.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 
     /// Whether the schema declares `key`.
     pub fn contains(&self, key: &str) -> bool {
-        self.keys.iter().any(|(k, _)| k == key)
+        self.keys.iter().any(|(k, _)| **k == *key)
     }
 
-    pub(crate) fn channels(&self) -> impl Iterator<Item = (&str, &dyn Channel)> {
-        self.keys.iter().map(|(k, c)| (k.as_str(), c.as_ref()))
+    /// The keys with their channel prototypes, in declaration order.
+    pub(crate) fn channels(&self) -> &[(Arc<str>, Arc<dyn Channel>)] {
+        &self.keys
     }
 
     pub(crate) fn check_keys<'a>(

@@ -2,6 +2,8 @@
 //! channels.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::{Hash, Hasher};
 
 /// Name-keyed maps built once per compile, hashed with [`FxBuild`].
 type NameMap<K, V> = HashMap<K, V, FxBuild>;
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use stategraph_channels::{Channel, Topic};
 use stategraph_checkpoint::SharedSaver;
 
-use crate::node::{PregelNode, Reads, node_fn};
+use crate::node::{PregelNode, ReadKeys, Reads, node_fn};
 use crate::types::{Send, names};
 use crate::{ChannelId, NodeFn, NodeId, NodeOutput, PregelError, Result, Writer};
 
@@ -71,6 +73,21 @@ impl GraphShape {
     }
 }
 
+/// A node's `Reads::Map` list as a map key. Equal lists have equal channel
+/// ids, so only the ids are hashed; equality compares the key names too
+/// (an `Arc` compares its pointer first).
+#[derive(PartialEq, Eq)]
+struct ReadList<'a>(&'a [(Arc<str>, ChannelId)]);
+
+impl Hash for ReadList<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.len());
+        for (_, channel) in self.0 {
+            state.write_usize(*channel);
+        }
+    }
+}
+
 /// Which channels the input is written to, or the output read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IoChannels {
@@ -82,9 +99,12 @@ pub enum IoChannels {
 
 pub(crate) struct PregelInner {
     pub(crate) shape: GraphShape,
-    pub(crate) channels: Vec<Box<dyn Channel>>,
+    // Channel prototypes: runs copy them, never change them.
+    pub(crate) channels: Vec<Arc<dyn Channel>>,
     pub(crate) nodes: Vec<PregelNode>,
-    pub(crate) trigger_to_nodes: Vec<Vec<NodeId>>,
+    // The nodes each channel triggers: `triggered[trigger_start[c]..trigger_start[c + 1]]`.
+    trigger_start: Vec<usize>,
+    triggered: Vec<NodeId>,
     pub(crate) is_trigger: Vec<bool>,
     pub(crate) input: IoChannels,
     pub(crate) output: IoChannels,
@@ -101,8 +121,9 @@ pub(crate) struct PregelInner {
     pub(crate) initially_live: Vec<ChannelId>,
     // Channels whose `finish` changes them even before any write.
     pub(crate) finishes_initially: Vec<bool>,
-    // Per node: its `{node: None}` updates chunk, shared by every run.
-    pub(crate) none_updates: Vec<stategraph_core::Value>,
+    // Per node: its `{node: None}` updates chunk, shared by every run; made
+    // on first use.
+    none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
     // Per node: its trigger channels' names, sorted (task ids hash them);
     // made on first use, so graphs that never checkpoint do not pay.
     pub(crate) sorted_triggers: std::sync::OnceLock<Vec<Vec<Arc<str>>>>,
@@ -120,6 +141,29 @@ pub(crate) struct PregelInner {
 }
 
 impl PregelInner {
+    /// The nodes `channel` triggers, by id.
+    pub(crate) fn triggered_by(&self, channel: ChannelId) -> &[NodeId] {
+        &self.triggered[self.trigger_start[channel]..self.trigger_start[channel + 1]]
+    }
+
+    /// `node`'s `{node: None}` updates chunk.
+    pub(crate) fn none_update(&self, node: NodeId) -> &stategraph_core::Value {
+        let all = self.none_updates.get_or_init(|| {
+            self.shape
+                .node_names
+                .iter()
+                .map(|name| {
+                    stategraph_core::Value::new(crate::run::NodeUpdate {
+                        node: name.clone(),
+                        update: crate::run::UpdatePayload::None,
+                        cached: false,
+                    })
+                })
+                .collect()
+        });
+        &all[node]
+    }
+
     /// The names of `node`'s trigger channels, sorted.
     pub(crate) fn sorted_triggers(&self, node: NodeId) -> &[Arc<str>] {
         let all = self.sorted_triggers.get_or_init(|| {
@@ -190,7 +234,7 @@ impl Pregel {
 #[derive(Default)]
 pub struct PregelBuilder {
     shape: GraphShape,
-    channels: Vec<Box<dyn Channel>>,
+    channels: Vec<Arc<dyn Channel>>,
     nodes: Vec<(Arc<str>, PregelNode)>,
     node_positions: NameMap<Arc<str>, usize>,
     cache: Option<Arc<dyn crate::NodeCache>>,
@@ -213,6 +257,9 @@ pub enum IoSpec {
     One(String),
     /// Several channels.
     Many(Vec<String>),
+    /// Several channels, by the ids their declarations returned (for
+    /// compilers that have them already).
+    Ids(Vec<ChannelId>),
 }
 
 impl From<&str> for IoSpec {
@@ -261,17 +308,32 @@ impl PregelBuilder {
         name: &str,
         channel: Box<dyn Channel>,
     ) -> Result<ChannelId> {
-        if self.shape.channel_index.contains_key(name) {
-            return Err(PregelError::InvalidGraph(format!(
-                "channel {name:?} is declared twice"
-            )));
-        }
+        self.add_shared_channel(Arc::from(name), Arc::from(channel))
+    }
+
+    /// Declares a channel whose prototype and name are shared with other
+    /// graphs (runs copy a prototype, never change it), and returns its id.
+    ///
+    /// # Errors
+    /// A channel of that name exists already.
+    pub fn add_shared_channel(
+        &mut self,
+        name: Arc<str>,
+        channel: Arc<dyn Channel>,
+    ) -> Result<ChannelId> {
         let id = self.channels.len();
-        let name: Arc<str> = Arc::from(name);
-        self.shape.channel_names.push(name.clone());
-        self.shape.channel_index.insert(name, id);
-        self.channels.push(channel);
-        Ok(id)
+        match self.shape.channel_index.entry(name) {
+            Entry::Occupied(taken) => Err(PregelError::InvalidGraph(format!(
+                "channel {:?} is declared twice",
+                taken.key()
+            ))),
+            Entry::Vacant(free) => {
+                self.shape.channel_names.push(free.key().clone());
+                free.insert(id);
+                self.channels.push(channel);
+                Ok(id)
+            }
+        }
     }
 
     /// Declares a channel (builder style).
@@ -298,15 +360,25 @@ impl PregelBuilder {
     /// # Errors
     /// A node of that name exists already.
     pub fn add_node(&mut self, name: &str, node: PregelNode) -> Result<()> {
-        if self.node_positions.contains_key(name) {
-            return Err(PregelError::InvalidGraph(format!(
-                "node {name:?} is declared twice"
-            )));
+        self.add_named_node(Arc::from(name), node)
+    }
+
+    /// [`PregelBuilder::add_node`] with the name shared with the caller.
+    ///
+    /// # Errors
+    /// A node of that name exists already.
+    pub fn add_named_node(&mut self, name: Arc<str>, node: PregelNode) -> Result<()> {
+        match self.node_positions.entry(name) {
+            Entry::Occupied(taken) => Err(PregelError::InvalidGraph(format!(
+                "node {:?} is declared twice",
+                taken.key()
+            ))),
+            Entry::Vacant(free) => {
+                self.nodes.push((free.key().clone(), node));
+                free.insert(self.nodes.len() - 1);
+                Ok(())
+            }
         }
-        let name: Arc<str> = Arc::from(name);
-        self.node_positions.insert(name.clone(), self.nodes.len());
-        self.nodes.push((name, node));
-        Ok(())
     }
 
     /// The node added under `name`, to add triggers or writers to it.
@@ -431,6 +503,14 @@ impl PregelBuilder {
                     .map(|n| self.channel_id(n))
                     .collect::<Result<_>>()?,
             ),
+            IoSpec::Ids(ids) => {
+                if let Some(bad) = ids.iter().find(|c| **c >= self.channels.len()) {
+                    return Err(PregelError::InvalidGraph(format!(
+                        "unknown channel id {bad}"
+                    )));
+                }
+                IoChannels::Many(ids.clone())
+            }
         })
     }
 
@@ -465,24 +545,37 @@ impl PregelBuilder {
                     .collect(),
             ),
         };
-        let mut nodes: Vec<(usize, (Arc<str>, PregelNode))> = std::mem::take(&mut self.nodes)
+        // Node ids order like names: sort positions, then move each node once.
+        let mut declared: Vec<usize> = (0..self.nodes.len()).collect();
+        declared.sort_unstable_by(|a, b| self.nodes[*a].0.cmp(&self.nodes[*b].0));
+        let mut slots: Vec<Option<(Arc<str>, PregelNode)>> = std::mem::take(&mut self.nodes)
             .into_iter()
-            .enumerate()
+            .map(Some)
             .collect();
-        nodes.sort_by(|a, b| a.1.0.cmp(&b.1.0));
-        let (declared, nodes): (Vec<usize>, Vec<(Arc<str>, PregelNode)>) =
-            nodes.into_iter().unzip();
+        let nodes: Vec<(Arc<str>, PregelNode)> = declared
+            .iter()
+            .filter_map(|position| slots[*position].take())
+            .collect();
         self.shape.node_declared = declared;
         let channel_count = self.channels.len();
-        let mut read_sets: Vec<Vec<(Arc<str>, ChannelId)>> = Vec::new();
+        let mut read_sets: Vec<Vec<ChannelId>> = Vec::new();
         let mut node_read_set = Vec::with_capacity(nodes.len());
-        let mut set_index: NameMap<&[(Arc<str>, ChannelId)], usize> = NameMap::default();
+        let mut set_index: HashMap<ReadList<'_>, usize, FxBuild> = HashMap::default();
+        // Nodes mostly share one list: the previous node's is checked first.
+        let mut last: Option<(&ReadKeys, usize)> = None;
         for (_, node) in &nodes {
             let set = match &node.reads {
-                Reads::Map(keys) => *set_index.entry(keys).or_insert_with(|| {
-                    read_sets.push(keys.clone());
-                    read_sets.len() - 1
-                }),
+                Reads::Map(keys) => match last {
+                    Some((seen, set)) if Arc::ptr_eq(seen, keys) => set,
+                    _ => {
+                        let set = *set_index.entry(ReadList(keys)).or_insert_with(|| {
+                            read_sets.push(keys.iter().map(|(_, c)| *c).collect());
+                            read_sets.len() - 1
+                        });
+                        last = Some((keys, set));
+                        set
+                    }
+                },
                 Reads::Channel(_) => usize::MAX,
             };
             node_read_set.push(set);
@@ -497,60 +590,56 @@ impl PregelBuilder {
             .filter(|c| self.channels[*c].is_available())
             .collect();
         let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
-        let none_updates = nodes
-            .iter()
-            .map(|(name, _)| {
-                stategraph_core::Value::new(crate::run::NodeUpdate {
-                    node: name.clone(),
-                    update: crate::run::UpdatePayload::None,
-                    cached: false,
-                })
-            })
-            .collect();
-        let mut trigger_to_nodes = vec![Vec::new(); channel_count];
+        let mut trigger_start = vec![0; channel_count + 1];
         let mut is_trigger = vec![false; channel_count];
         for (id, (name, node)) in nodes.iter().enumerate() {
-            let reads: Vec<ChannelId> = match &node.reads {
-                Reads::Channel(c) => vec![*c],
-                Reads::Map(map) => map.iter().map(|(_, c)| *c).collect(),
-            };
             if let Some(bad) = node
                 .triggers
                 .iter()
-                .chain(&reads)
-                .find(|c| **c >= channel_count)
+                .copied()
+                .chain(node.reads.channel_ids())
+                .find(|c| *c >= channel_count)
             {
                 return Err(PregelError::InvalidGraph(format!(
                     "node {name:?} refers to unknown channel id {bad}"
                 )));
             }
             for trigger in &node.triggers {
-                trigger_to_nodes[*trigger].push(id);
+                trigger_start[*trigger + 1] += 1;
                 is_trigger[*trigger] = true;
             }
             self.shape.node_index.insert(name.clone(), id);
             self.shape.node_names.push(name.clone());
+        }
+        for c in 0..channel_count {
+            trigger_start[c + 1] += trigger_start[c];
+        }
+        let mut triggered = vec![0; trigger_start[channel_count]];
+        let mut next = trigger_start.clone();
+        for (id, (_, node)) in nodes.iter().enumerate() {
+            for trigger in &node.triggers {
+                triggered[next[*trigger]] = id;
+                next[*trigger] += 1;
+            }
         }
         Ok(Pregel {
             inner: Arc::new(PregelInner {
                 shape: self.shape,
                 channels: self.channels,
                 nodes: nodes.into_iter().map(|(_, node)| node).collect(),
-                trigger_to_nodes,
+                trigger_start,
+                triggered,
                 is_trigger,
                 input,
                 output,
                 stream,
                 tasks_channel,
-                read_sets: read_sets
-                    .into_iter()
-                    .map(|keys| keys.into_iter().map(|(_, c)| c).collect())
-                    .collect(),
+                read_sets,
                 node_read_set,
                 seen_offset,
                 initially_live,
                 finishes_initially,
-                none_updates,
+                none_updates: std::sync::OnceLock::new(),
                 sorted_triggers: std::sync::OnceLock::new(),
                 cache: self.cache.take(),
                 checkpointer: self.checkpointer.take(),
@@ -653,7 +742,7 @@ impl NodeBuilder {
                 self.reads
                     .iter()
                     .map(|c| Ok((Arc::from(c.as_str()), graph.channel_id(c)?)))
-                    .collect::<Result<Vec<_>>>()?,
+                    .collect::<Result<Arc<[_]>>>()?,
             ),
         };
         let targets = self

@@ -16,8 +16,8 @@ pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
-    FreshReader, Interrupted, NodeFailure, NodeFn, NodeOutput, PregelNode, Reads, RunOptions,
-    StateValues, SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
+    FreshReader, Interrupted, NodeFailure, NodeFn, NodeOutput, PregelNode, ReadKeys, Reads,
+    RunOptions, StateValues, SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{

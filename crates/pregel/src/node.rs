@@ -150,8 +150,25 @@ pub type Writer = Arc<
 pub enum Reads {
     /// One channel's value; the task does not run while it is empty.
     Channel(ChannelId),
-    /// A map of the available channels among these (key, channel) pairs.
-    Map(Vec<(Arc<str>, ChannelId)>),
+    /// A map of the available channels among these (key, channel) pairs
+    /// (shared: nodes reading the same keys hold one list).
+    Map(ReadKeys),
+}
+
+/// The (key, channel) pairs of a [`Reads::Map`], shared by the nodes that
+/// read them.
+pub type ReadKeys = Arc<[(Arc<str>, ChannelId)]>;
+
+impl Reads {
+    /// The channels read.
+    pub(crate) fn channel_ids(&self) -> impl Iterator<Item = ChannelId> + '_ {
+        let (one, map) = match self {
+            Reads::Channel(channel) => (Some(*channel), &[][..]),
+            Reads::Map(map) => (None, &map[..]),
+        };
+        one.into_iter()
+            .chain(map.iter().map(|(_, channel)| *channel))
+    }
 }
 
 /// The values of several channels, keyed by name, in declaration order.

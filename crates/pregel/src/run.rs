@@ -889,7 +889,7 @@ impl Loop {
             candidates.extend(
                 updated
                     .iter()
-                    .flat_map(|c| graph.trigger_to_nodes[*c].iter().copied()),
+                    .flat_map(|c| graph.triggered_by(*c).iter().copied()),
             );
             candidates.sort_unstable();
             candidates.dedup();
@@ -1411,7 +1411,7 @@ impl Loop {
                 self.update_chunk(name, &task.writes, sink, cached)
             } else {
                 // `{node: None}`, built once per node.
-                self.graph.none_updates[task.node].clone()
+                self.graph.none_update(task.node).clone()
             };
             sink.push(StreamMode::Updates, chunk);
         }

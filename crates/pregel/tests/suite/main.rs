@@ -3,6 +3,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod builder;
 mod command_input;
 mod stream_control;
 mod trace_23_pregel;
