@@ -647,7 +647,8 @@ impl Loop {
                 // LangGraph shows the run's output with the writes of the
                 // step's finished tasks applied; nothing new is saved, so a
                 // resume starts the step again from its checkpoint.
-                if self.persist.is_some() {
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.stop();
                     self.freeze_exit_checkpoint();
                 }
                 self.forget_inputs_of_written(&tasks);
@@ -710,7 +711,10 @@ impl Loop {
 
     /// Stops the run at a static breakpoint: `{"__interrupt__": []}` in
     /// `updates` (nothing in `values`; `invoke` returns the plain state).
-    fn stop_at_breakpoint(&self) {
+    fn stop_at_breakpoint(&mut self) {
+        if let Some(persist) = self.persist.as_mut() {
+            persist.stop();
+        }
         self.emit_interrupts(&Value::new(Vec::<Interrupt>::new()), false);
     }
 

@@ -515,3 +515,109 @@ async fn in_memory_error_paths() {
 async fn sqlite_error_paths() {
     error_paths(SqliteSaver::in_memory().unwrap()).await;
 }
+
+/// Checkpoints of `thread` per subgraph node (`""`: the root graph).
+async fn checkpoints_by_node(saver: &InMemorySaver, thread: &str) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    let tuples: Vec<_> = saver.list(ListQuery::thread(thread)).collect().await;
+    for tuple in tuples {
+        let ns = tuple.unwrap().config.checkpoint_ns;
+        let node = ns.split(':').next().unwrap_or_default().to_owned();
+        *counts.entry(node).or_default() += 1;
+    }
+    counts.into_iter().collect()
+}
+
+/// Exit durability saves what LangGraph's `_suppress_interrupt` saves: the
+/// root graph's last checkpoint; a subgraph's only when it stopped (so it
+/// can resume) or when it keeps one state per thread.
+#[tokio::test]
+async fn exit_durability_saves_a_subgraph_only_when_it_must() {
+    use stategraph_pregel::{Durability, RunOptions};
+    let exit = || RunOptions::new().durability(Durability::Exit);
+    let resume = || Command::new().resume(Value::from_json(json!("yes")));
+    let app = |mode, saver: &Arc<InMemorySaver>, runs: &Runs| {
+        let mut child = StateGraph::new(Schema::new().append("log").append("calls"));
+        let seen = runs.clone();
+        child
+            .add_node("count", move |s: Json| {
+                seen.lock().unwrap().push("count".into());
+                let calls = s["calls"].as_array().map_or(0, Vec::len);
+                async move { Ok::<_, NodeError>(json!({"calls": [calls + 1]})) }
+            })
+            .unwrap();
+        child
+            .add_node("ask", |s: Json, ctx: TaskContext| async move {
+                // Asks on the first call of a thread only when told to.
+                if s["log"] != json!(["ask"]) {
+                    return Ok(json!({"log": ["done"]}));
+                }
+                let answer = ctx.interrupt("first?")?.to_json()?;
+                Ok::<_, NodeError>(json!({"log": [answer]}))
+            })
+            .unwrap();
+        child.add_edge(START, "count").unwrap();
+        child.add_edge("count", "ask").unwrap();
+        let child = child
+            .compile_with(CompileOptions::new().subgraph_checkpoints(mode))
+            .unwrap();
+        let mut g = StateGraph::new(Schema::new().append("log"));
+        g.add_node("sub", child).unwrap();
+        g.add_edge(START, "sub").unwrap();
+        let shared: stategraph_checkpoint::SharedSaver = saver.clone();
+        g.compile_with(CompileOptions::new().shared_checkpointer(shared))
+            .unwrap()
+    };
+
+    // A subgraph run per invocation that finishes saves nothing.
+    let saver = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let graph = app(SubgraphCheckpoints::PerInvocation, &saver, &runs);
+    let cfg = RunnableConfig::thread("finished");
+    let out = graph
+        .invoke_with(json!({"log": []}), &cfg, exit())
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap();
+    assert_eq!(out["log"], json!(["done"]));
+    assert_eq!(
+        checkpoints_by_node(&saver, "finished").await,
+        [("".into(), 1)]
+    );
+
+    // One that stops at an interrupt saves its checkpoint, and the resume
+    // continues it: `count` does not run again.
+    let runs = Runs::default();
+    let graph = app(SubgraphCheckpoints::PerInvocation, &saver, &runs);
+    let cfg = RunnableConfig::thread("stopped");
+    graph
+        .invoke_with(json!({"log": ["ask"]}), &cfg, exit())
+        .await
+        .unwrap();
+    assert_eq!(
+        checkpoints_by_node(&saver, "stopped").await,
+        [("".into(), 1), ("sub".into(), 1)]
+    );
+    let out = graph
+        .invoke_with(resume(), &cfg, exit())
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap();
+    assert_eq!(out["log"], json!(["ask", "ask", "yes"]), "{out}");
+    assert_eq!(*runs.lock().unwrap(), ["count"]);
+
+    // A subgraph with one state per thread saves it even when it finishes.
+    let runs = Runs::default();
+    let graph = app(SubgraphCheckpoints::PerThread, &saver, &runs);
+    let cfg = RunnableConfig::thread("per-thread");
+    graph
+        .invoke_with(json!({"log": []}), &cfg, exit())
+        .await
+        .unwrap();
+    assert_eq!(
+        checkpoints_by_node(&saver, "per-thread").await,
+        [("".into(), 1), ("sub".into(), 1)]
+    );
+}

@@ -130,6 +130,8 @@ pub(super) struct Persist {
     deferred: Vec<TaskWrites>,
     // Exit durability: the checkpoint to save, built when the run stopped.
     frozen: Option<ExitCheckpoint>,
+    // The run stopped at an interrupt or a breakpoint.
+    stopped: bool,
 }
 
 /// A checkpoint built and waiting to be saved when the run ends.
@@ -159,7 +161,29 @@ impl Persist {
             current: None,
             deferred: Vec::new(),
             frozen: None,
+            stopped: false,
         }
+    }
+
+    /// Records that the run stopped at an interrupt or a breakpoint.
+    pub(super) fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Exit durability, at the end of a run: whether it saves its last
+    /// checkpoint. As LangGraph: a root graph always does; a subgraph only
+    /// when it failed or stopped (so it can be resumed), or when it keeps
+    /// one state per thread (no task id anywhere in its namespace). A
+    /// subgraph run per invocation that finished leaves nothing behind.
+    fn saves_at_exit(&self, nested: bool, failed: bool) -> bool {
+        !nested
+            || failed
+            || self.stopped
+            || !self
+                .target
+                .checkpoint_ns
+                .split('|')
+                .any(|part| part.contains(':'))
     }
 
     /// Where the next checkpoint is saved (its `checkpoint_id` is the last
@@ -872,7 +896,16 @@ impl Loop {
     /// and, with exit durability, saves the final checkpoint. The run's own
     /// error, if any, wins over a saving error.
     pub(super) async fn finish_persisted(&mut self, result: Result<()>) -> Result<()> {
-        self.freeze_exit_checkpoint();
+        let nested = self.run.scope.as_ref().is_some_and(|scope| scope.nested);
+        let Some(persist) = self.persist.as_mut() else {
+            return result;
+        };
+        if persist.saves_at_exit(nested, result.is_err()) {
+            self.freeze_exit_checkpoint();
+        } else {
+            persist.at_exit = None;
+            persist.frozen = None;
+        }
         let Some(persist) = self.persist.as_mut() else {
             return result;
         };
