@@ -453,12 +453,13 @@ impl TaskIdSeed {
 
 /// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits), with one
 /// allocation.
-fn uuid_shaped(hash: u128) -> String {
+fn uuid_shaped<T: for<'a> From<&'a str>>(hash: u128) -> T {
     let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-    uuid::Uuid::from_u128(hash)
-        .hyphenated()
-        .encode_lower(&mut text)
-        .to_owned()
+    T::from(
+        uuid::Uuid::from_u128(hash)
+            .hyphenated()
+            .encode_lower(&mut text),
+    )
 }
 
 /// What distinguishes tasks of one node in one step.
@@ -484,7 +485,7 @@ pub(crate) fn checkpoint_task_id(
     step: i64,
     node: &str,
     path: TaskIdPath<'_>,
-) -> String {
+) -> Arc<str> {
     let parts = match path {
         TaskIdPath::Pull(triggers) => triggers.iter().map(|t| t.len()).sum(),
         TaskIdPath::Push(_) => 20,
@@ -520,12 +521,19 @@ pub(crate) fn checkpoint_task_id(
 /// Appends `number` in decimal (as `to_string` writes it), without the
 /// formatting machinery.
 pub(crate) fn push_decimal(bytes: &mut Vec<u8>, number: impl Decimal) {
-    let (negative, mut rest) = number.sign_and_magnitude();
+    let (negative, magnitude) = number.sign_and_magnitude();
     if negative {
         bytes.push(b'-');
     }
+    let (digits, at) = decimal_digits(magnitude);
+    bytes.extend_from_slice(&digits[at..]);
+}
+
+/// The decimal digits of `number`: `digits[at..]` of the returned pair.
+pub(crate) fn decimal_digits(number: u64) -> ([u8; 20], usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
+    let mut rest = number;
     loop {
         at -= 1;
         // `rest % 10` is below 10: the cast keeps it whole.
@@ -535,7 +543,7 @@ pub(crate) fn push_decimal(bytes: &mut Vec<u8>, number: impl Decimal) {
             break;
         }
     }
-    bytes.extend_from_slice(&digits[at..]);
+    (digits, at)
 }
 
 /// An integer [`push_decimal`] writes.
@@ -653,16 +661,17 @@ struct ScopeAnswers {
 }
 
 impl Scratchpad {
-    /// `path` is the task's name within the run's namespace (the node name
-    /// at the root, `ns|node` in a subgraph run).
+    /// `namespace` is `path:task_id`, where `path` is the task's name
+    /// within the run's namespace (the node name at the root, `ns|node` in a
+    /// subgraph run).
     pub(crate) fn new(
-        path: &str,
+        namespace: String,
         task_id: Arc<str>,
         checkpoint: Option<stategraph_core::CheckpointId>,
         task_path: String,
     ) -> Self {
         Self {
-            namespace: [path, ":", &task_id].concat(),
+            namespace,
             task_id,
             checkpoint,
             task_path,
@@ -1227,7 +1236,7 @@ impl TaskContext {
                 name,
                 TaskIdPath::Call(&parts),
             );
-            (Arc::<str>::from(id), path)
+            (id, path)
         });
         let run = self.run.clone();
         let name: Arc<str> = Arc::from(name);
@@ -1467,7 +1476,7 @@ mod tests {
                 &hex[16..20],
                 &hex[20..]
             );
-            assert_eq!(uuid_shaped(hash), expected);
+            assert_eq!(uuid_shaped::<String>(hash), expected);
         }
     }
 

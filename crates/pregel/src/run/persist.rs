@@ -20,7 +20,9 @@ use stategraph_core::{CheckpointId, RunnableConfig, Value};
 use super::{Loop, Task, TaskPath, WriteSender};
 use crate::error::{PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
-use crate::node::{RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, checkpoint_task_id};
+use crate::node::{
+    Decimal, RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, checkpoint_task_id, decimal_digits,
+};
 use crate::types::{Interrupt, StreamMode, StreamModes, names};
 use crate::{ChannelId, Input};
 
@@ -323,20 +325,27 @@ fn interrupts_of(value: &Value) -> Vec<Interrupt> {
 /// LangGraph's `task_path_str` of a task: the key pending writes are
 /// ordered by.
 fn task_path(path: &TaskPath, name: &str) -> String {
-    match path {
-        TaskPath::Pull(_) => ["~", names::PULL, ", ", name].concat(),
-        TaskPath::Push(index) => ["~", names::PUSH, ", ", &padded(*index), ", 0000000000"].concat(),
-        TaskPath::Update(index) => ["~", names::INTERRUPT, ", ", &padded(*index)].concat(),
-    }
+    let (kind, index, tail) = match path {
+        TaskPath::Pull(_) => return ["~", names::PULL, ", ", name].concat(),
+        TaskPath::Push(index) => (names::PUSH, *index, ", 0000000000"),
+        TaskPath::Update(index) => (names::INTERRUPT, *index, ""),
+    };
+    let mut text = String::with_capacity(kind.len() + tail.len() + 24);
+    text.push('~');
+    text.push_str(kind);
+    text.push_str(", ");
+    push_padded(&mut text, index);
+    text.push_str(tail);
+    text
 }
 
-/// `index` in decimal, zero-padded to ten digits (`{index:010}`).
-fn padded(index: usize) -> String {
-    let mut digits = Vec::with_capacity(20);
-    crate::node::push_decimal(&mut digits, index);
-    let mut text = "0".repeat(10usize.saturating_sub(digits.len()));
-    text.extend(digits.into_iter().map(char::from));
-    text
+/// Appends `index` in decimal, zero-padded to ten digits (`{index:010}`).
+fn push_padded(text: &mut String, index: usize) {
+    let (digits, at) = decimal_digits(index.sign_and_magnitude().1);
+    for _ in (digits.len() - at)..10 {
+        text.push('0');
+    }
+    text.extend(digits[at..].iter().map(|d| char::from(*d)));
 }
 
 /// Reads the thread a run with a checkpointer works on.
@@ -413,22 +422,22 @@ impl Loop {
         let bytes = checkpoint.map_or([0; 16], checkpoint_bytes);
         for task in tasks.iter_mut() {
             let name = graph.shape.node_name(task.node);
-            let path = if namespace.is_empty() {
-                name.to_string()
-            } else {
-                [namespace, "|", name].concat()
+            // `path` (the node within the run's namespace), then `:task_id`.
+            let mut path = String::with_capacity(namespace.len() + name.len() + 38);
+            if !namespace.is_empty() {
+                path.push_str(namespace);
+                path.push('|');
+            }
+            path.push_str(name);
+            let kind = match task.path {
+                TaskPath::Pull(node) => TaskIdPath::Pull(graph.sorted_triggers(node)),
+                TaskPath::Push(index) | TaskPath::Update(index) => TaskIdPath::Push(index),
             };
-            let id = match task.path {
-                TaskPath::Pull(node) => {
-                    let kind = TaskIdPath::Pull(graph.sorted_triggers(node));
-                    checkpoint_task_id(&bytes, &path, self.step, name, kind)
-                }
-                TaskPath::Push(index) | TaskPath::Update(index) => {
-                    checkpoint_task_id(&bytes, &path, self.step, name, TaskIdPath::Push(index))
-                }
-            };
+            let id = checkpoint_task_id(&bytes, &path, self.step, name, kind);
+            path.push(':');
+            path.push_str(&id);
             let task_path = task_path(&task.path, name);
-            let pad = Scratchpad::new(&path, Arc::from(id), checkpoint.cloned(), task_path);
+            let pad = Scratchpad::new(path, id, checkpoint.cloned(), task_path);
             task.pad = Some(Arc::new(pad));
         }
     }
@@ -1346,7 +1355,7 @@ mod tests {
             task_path(&TaskPath::Pull(3), "agent"),
             format!("~{}, agent", names::PULL)
         );
-        for index in [0, 7, 1234567890, usize::MAX] {
+        for index in [0, 7, 10, 99, 1234567890, 12345678901, usize::MAX] {
             assert_eq!(
                 task_path(&TaskPath::Push(index), "tools"),
                 format!("~{}, {index:010}, 0000000000", names::PUSH)
