@@ -462,6 +462,41 @@ fn uuid_shaped<T: for<'a> From<&'a str>>(hash: u128) -> T {
     )
 }
 
+/// LangGraph's `task_path_str` of a task (the key its pending writes are
+/// ordered by), as its parts; [`TaskPathText::text`] writes it.
+#[derive(Clone, Debug)]
+pub(crate) enum TaskPathText {
+    /// `~__pregel_pull, node`.
+    Pull(Arc<str>),
+    /// `~__pregel_push, {index:010}, 0000000000`.
+    Push(usize),
+    /// `~__interrupt__, {index:010}` (a state update).
+    Update(usize),
+}
+
+impl TaskPathText {
+    /// The text LangGraph writes.
+    pub(crate) fn text(&self) -> String {
+        let (kind, index, tail) = match self {
+            Self::Pull(node) => return ["~", crate::names::PULL, ", ", node].concat(),
+            Self::Push(index) => (crate::names::PUSH, *index, ", 0000000000"),
+            Self::Update(index) => (crate::names::INTERRUPT, *index, ""),
+        };
+        let mut text = String::with_capacity(kind.len() + tail.len() + 24);
+        text.push('~');
+        text.push_str(kind);
+        text.push_str(", ");
+        // `{index:010}`.
+        let (digits, at) = decimal_digits(index.sign_and_magnitude().1);
+        for _ in (digits.len() - at)..10 {
+            text.push('0');
+        }
+        text.extend(digits[at..].iter().map(|d| char::from(*d)));
+        text.push_str(tail);
+        text
+    }
+}
+
 /// What distinguishes tasks of one node in one step.
 pub(crate) enum TaskIdPath<'a> {
     /// Triggered by channels: the node's trigger channel names, sorted.
@@ -486,47 +521,80 @@ pub(crate) fn checkpoint_task_id(
     node: &str,
     path: TaskIdPath<'_>,
 ) -> Arc<str> {
-    let parts = match path {
-        TaskIdPath::Pull(triggers) => triggers.iter().map(|t| t.len()).sum(),
-        TaskIdPath::Push(_) => 20,
-        TaskIdPath::Call(parts) => parts.iter().map(|p| p.len()).sum(),
-    };
-    let mut bytes =
-        Vec::with_capacity(checkpoint.len() + namespace.len() + 20 + node.len() + 16 + parts);
-    bytes.extend_from_slice(checkpoint);
-    bytes.extend_from_slice(namespace.as_bytes());
-    push_decimal(&mut bytes, step);
-    bytes.extend_from_slice(node.as_bytes());
+    let mut bytes = HashInput::new();
+    bytes.extend(checkpoint);
+    bytes.extend(namespace.as_bytes());
+    bytes.decimal(step);
+    bytes.extend(node.as_bytes());
     match path {
         TaskIdPath::Pull(triggers) => {
-            bytes.extend_from_slice(crate::names::PULL.as_bytes());
+            bytes.extend(crate::names::PULL.as_bytes());
             for trigger in triggers {
-                bytes.extend_from_slice(trigger.as_bytes());
+                bytes.extend(trigger.as_bytes());
             }
         }
         TaskIdPath::Push(index) => {
-            bytes.extend_from_slice(crate::names::PUSH.as_bytes());
-            push_decimal(&mut bytes, index);
+            bytes.extend(crate::names::PUSH.as_bytes());
+            bytes.decimal(index);
         }
         TaskIdPath::Call(parts) => {
-            bytes.extend_from_slice(crate::names::PUSH.as_bytes());
+            bytes.extend(crate::names::PUSH.as_bytes());
             for part in parts {
-                bytes.extend_from_slice(part.as_bytes());
+                bytes.extend(part.as_bytes());
             }
         }
     }
-    uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
+    uuid_shaped(xxhash_rust::xxh3::xxh3_128(bytes.as_slice()))
 }
 
-/// Appends `number` in decimal (as `to_string` writes it), without the
-/// formatting machinery.
-pub(crate) fn push_decimal(bytes: &mut Vec<u8>, number: impl Decimal) {
-    let (negative, magnitude) = number.sign_and_magnitude();
-    if negative {
-        bytes.push(b'-');
+/// The bytes a task id hashes: on the stack while they fit (they mostly
+/// do), then on the heap.
+struct HashInput {
+    stack: [u8; 256],
+    len: usize,
+    // Empty until the bytes outgrow `stack`.
+    heap: Vec<u8>,
+}
+
+impl HashInput {
+    fn new() -> Self {
+        Self {
+            stack: [0; 256],
+            len: 0,
+            heap: Vec::new(),
+        }
     }
-    let (digits, at) = decimal_digits(magnitude);
-    bytes.extend_from_slice(&digits[at..]);
+
+    fn extend(&mut self, bytes: &[u8]) {
+        if self.heap.is_empty() {
+            if let Some(slot) = self.stack.get_mut(self.len..self.len + bytes.len()) {
+                slot.copy_from_slice(bytes);
+                self.len += bytes.len();
+                return;
+            }
+            self.heap.extend_from_slice(&self.stack[..self.len]);
+        }
+        self.heap.extend_from_slice(bytes);
+    }
+
+    /// Appends `number` in decimal (as `to_string` writes it), without the
+    /// formatting machinery.
+    fn decimal(&mut self, number: impl Decimal) {
+        let (negative, magnitude) = number.sign_and_magnitude();
+        if negative {
+            self.extend(b"-");
+        }
+        let (digits, at) = decimal_digits(magnitude);
+        self.extend(&digits[at..]);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
 }
 
 /// The decimal digits of `number`: `digits[at..]` of the returned pair.
@@ -546,7 +614,7 @@ pub(crate) fn decimal_digits(number: u64) -> ([u8; 20], usize) {
     (digits, at)
 }
 
-/// An integer [`push_decimal`] writes.
+/// An integer written in decimal ([`decimal_digits`], `HashInput::decimal`).
 pub(crate) trait Decimal {
     /// Whether it is negative, and its magnitude.
     fn sign_and_magnitude(self) -> (bool, u64);
@@ -642,8 +710,8 @@ pub(crate) struct Scratchpad {
     pub(crate) namespace: String,
     // The checkpoint the task's step started from.
     pub(crate) checkpoint: Option<stategraph_core::CheckpointId>,
-    // LangGraph's `task_path_str` of the task.
-    pub(crate) task_path: String,
+    // LangGraph's `task_path_str` of the task (written when asked).
+    pub(crate) task_path: TaskPathText,
     answers: Mutex<Vec<Value>>,
     reached: std::sync::atomic::AtomicUsize,
     // Per interrupt scope (see `TaskContext::interrupt_scope`): its answers
@@ -668,7 +736,7 @@ impl Scratchpad {
         namespace: String,
         task_id: Arc<str>,
         checkpoint: Option<stategraph_core::CheckpointId>,
-        task_path: String,
+        task_path: TaskPathText,
     ) -> Self {
         Self {
             namespace,
@@ -1217,10 +1285,10 @@ impl TaskContext {
     {
         let call = self.pad.as_ref().map(|pad| {
             let index = pad.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let task_path = pad.task_path.text();
             let path = format!(
-                "~{}, {}, {index:010}, 0000000001",
-                crate::names::PUSH,
-                pad.task_path
+                "~{}, {task_path}, {index:010}, 0000000001",
+                crate::names::PUSH
             );
             let namespace = format!("{}|{name}", pad.namespace);
             let checkpoint = pad
@@ -1228,7 +1296,7 @@ impl TaskContext {
                 .as_ref()
                 .and_then(stategraph_core::CheckpointId::uuid_bytes)
                 .unwrap_or([0; 16]);
-            let parts = [pad.task_path.as_str(), &index.to_string()];
+            let parts = [task_path.as_str(), &index.to_string()];
             let id = checkpoint_task_id(
                 &checkpoint,
                 &namespace,
@@ -1482,11 +1550,27 @@ mod tests {
 
     #[test]
     fn decimals_are_written_as_to_string_writes_them() {
-        let mut bytes = Vec::new();
-        push_decimal(&mut bytes, -12_i64);
-        push_decimal(&mut bytes, 7_usize);
-        push_decimal(&mut bytes, i64::MIN);
-        push_decimal(&mut bytes, 0_usize);
-        assert_eq!(bytes, format!("-127{}0", i64::MIN).as_bytes());
+        let mut bytes = HashInput::new();
+        bytes.decimal(-12_i64);
+        bytes.decimal(7_usize);
+        bytes.decimal(i64::MIN);
+        bytes.decimal(0_usize);
+        assert_eq!(bytes.as_slice(), format!("-127{}0", i64::MIN).as_bytes());
+    }
+
+    #[test]
+    fn hash_input_moves_to_the_heap_when_the_stack_is_full() {
+        let long: Vec<u8> = (0..=255u8).cycle().take(700).collect();
+        for split in [0, 1, 255, 256, 257, 699] {
+            let mut bytes = HashInput::new();
+            bytes.extend(&long[..split]);
+            bytes.extend(&long[split..]);
+            assert_eq!(bytes.as_slice(), long.as_slice(), "split at {split}");
+        }
+        let mut bytes = HashInput::new();
+        for chunk in long.chunks(7) {
+            bytes.extend(chunk);
+        }
+        assert_eq!(bytes.as_slice(), long.as_slice());
     }
 }

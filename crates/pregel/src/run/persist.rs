@@ -21,7 +21,7 @@ use super::{Loop, Task, TaskPath, WriteSender};
 use crate::error::{PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    Decimal, RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, checkpoint_task_id, decimal_digits,
+    RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, TaskPathText, checkpoint_task_id,
 };
 use crate::types::{Interrupt, StreamMode, StreamModes, names};
 use crate::{ChannelId, Input};
@@ -322,30 +322,13 @@ fn interrupts_of(value: &Value) -> Vec<Interrupt> {
     }
 }
 
-/// LangGraph's `task_path_str` of a task: the key pending writes are
-/// ordered by.
-fn task_path(path: &TaskPath, name: &str) -> String {
-    let (kind, index, tail) = match path {
-        TaskPath::Pull(_) => return ["~", names::PULL, ", ", name].concat(),
-        TaskPath::Push(index) => (names::PUSH, *index, ", 0000000000"),
-        TaskPath::Update(index) => (names::INTERRUPT, *index, ""),
-    };
-    let mut text = String::with_capacity(kind.len() + tail.len() + 24);
-    text.push('~');
-    text.push_str(kind);
-    text.push_str(", ");
-    push_padded(&mut text, index);
-    text.push_str(tail);
-    text
-}
-
-/// Appends `index` in decimal, zero-padded to ten digits (`{index:010}`).
-fn push_padded(text: &mut String, index: usize) {
-    let (digits, at) = decimal_digits(index.sign_and_magnitude().1);
-    for _ in (digits.len() - at)..10 {
-        text.push('0');
+/// LangGraph's `task_path_str` of a task, as its parts.
+fn task_path(path: &TaskPath, name: &Arc<str>) -> TaskPathText {
+    match path {
+        TaskPath::Pull(_) => TaskPathText::Pull(name.clone()),
+        TaskPath::Push(index) => TaskPathText::Push(*index),
+        TaskPath::Update(index) => TaskPathText::Update(*index),
     }
-    text.extend(digits[at..].iter().map(|d| char::from(*d)));
 }
 
 /// Reads the thread a run with a checkpointer works on.
@@ -535,7 +518,7 @@ impl Loop {
             }
             Outcome::Failed(repr) => vec![(names::ERROR.to_owned(), Value::new(repr.clone()))],
         };
-        let path = task_path(&task.path, self.graph.shape.node_name(task.node));
+        let path = task_path(&task.path, self.graph.shape.node_name(task.node)).text();
         Some((pad.task_id.clone(), path, writes))
     }
 
@@ -1352,16 +1335,16 @@ mod tests {
     #[test]
     fn task_paths_read_as_langgraph_formats_them() {
         assert_eq!(
-            task_path(&TaskPath::Pull(3), "agent"),
+            task_path(&TaskPath::Pull(3), &Arc::from("agent")).text(),
             format!("~{}, agent", names::PULL)
         );
         for index in [0, 7, 10, 99, 1234567890, 12345678901, usize::MAX] {
             assert_eq!(
-                task_path(&TaskPath::Push(index), "tools"),
+                task_path(&TaskPath::Push(index), &Arc::from("tools")).text(),
                 format!("~{}, {index:010}, 0000000000", names::PUSH)
             );
             assert_eq!(
-                task_path(&TaskPath::Update(index), "tools"),
+                task_path(&TaskPath::Update(index), &Arc::from("tools")).text(),
                 format!("~{}, {index:010}", names::INTERRUPT)
             );
         }
