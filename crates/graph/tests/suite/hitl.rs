@@ -377,6 +377,19 @@ fn with_subgraph(
     mode: SubgraphCheckpoints,
     runs: &Runs,
 ) -> CompiledStateGraph {
+    let skip = |s: &Json| (s["calls"].as_array().map_or(0, Vec::len) > 1).then_some("again");
+    asking_subgraph(Arc::new(saver), mode, runs, skip)
+}
+
+/// A parent `START -> sub` whose subgraph counts its invocations in a
+/// child-only key (`count`), then (`ask`) logs what `skip` returns for its
+/// state, or, when that is `None`, asks "first?" and logs the answer.
+fn asking_subgraph(
+    saver: stategraph_checkpoint::SharedSaver,
+    mode: SubgraphCheckpoints,
+    runs: &Runs,
+    skip: fn(&Json) -> Option<&'static str>,
+) -> CompiledStateGraph {
     let mut child = StateGraph::new(Schema::new().append("log").append("calls"));
     let seen = runs.clone();
     child
@@ -387,9 +400,9 @@ fn with_subgraph(
         })
         .unwrap();
     child
-        .add_node("ask", |s: Json, ctx: TaskContext| async move {
-            if s["calls"].as_array().map_or(0, Vec::len) > 1 {
-                return Ok(json!({"log": ["again"]}));
+        .add_node("ask", move |s: Json, ctx: TaskContext| async move {
+            if let Some(text) = skip(&s) {
+                return Ok(json!({"log": [text]}));
             }
             let answer = ctx.interrupt("first?")?.to_json()?;
             Ok::<_, NodeError>(json!({"log": [answer]}))
@@ -403,7 +416,7 @@ fn with_subgraph(
     let mut g = StateGraph::new(Schema::new().append("log"));
     g.add_node("sub", child).unwrap();
     g.add_edge(START, "sub").unwrap();
-    g.compile_with(CompileOptions::new().checkpointer(saver))
+    g.compile_with(CompileOptions::new().shared_checkpointer(saver))
         .unwrap()
 }
 
@@ -536,37 +549,10 @@ async fn exit_durability_saves_a_subgraph_only_when_it_must() {
     use stategraph_pregel::{Durability, RunOptions};
     let exit = || RunOptions::new().durability(Durability::Exit);
     let resume = || Command::new().resume(Value::from_json(json!("yes")));
+    // Asks on the first call of a thread only when told to.
+    let skip = |s: &Json| (s["log"] != json!(["ask"])).then_some("done");
     let app = |mode, saver: &Arc<InMemorySaver>, runs: &Runs| {
-        let mut child = StateGraph::new(Schema::new().append("log").append("calls"));
-        let seen = runs.clone();
-        child
-            .add_node("count", move |s: Json| {
-                seen.lock().unwrap().push("count".into());
-                let calls = s["calls"].as_array().map_or(0, Vec::len);
-                async move { Ok::<_, NodeError>(json!({"calls": [calls + 1]})) }
-            })
-            .unwrap();
-        child
-            .add_node("ask", |s: Json, ctx: TaskContext| async move {
-                // Asks on the first call of a thread only when told to.
-                if s["log"] != json!(["ask"]) {
-                    return Ok(json!({"log": ["done"]}));
-                }
-                let answer = ctx.interrupt("first?")?.to_json()?;
-                Ok::<_, NodeError>(json!({"log": [answer]}))
-            })
-            .unwrap();
-        child.add_edge(START, "count").unwrap();
-        child.add_edge("count", "ask").unwrap();
-        let child = child
-            .compile_with(CompileOptions::new().subgraph_checkpoints(mode))
-            .unwrap();
-        let mut g = StateGraph::new(Schema::new().append("log"));
-        g.add_node("sub", child).unwrap();
-        g.add_edge(START, "sub").unwrap();
-        let shared: stategraph_checkpoint::SharedSaver = saver.clone();
-        g.compile_with(CompileOptions::new().shared_checkpointer(shared))
-            .unwrap()
+        asking_subgraph(saver.clone(), mode, runs, skip)
     };
 
     // A subgraph run per invocation that finishes saves nothing.
