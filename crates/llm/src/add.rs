@@ -139,6 +139,22 @@ fn merge(mut current: Vec<Message>, mut update: Vec<Message>) -> Vec<Message> {
     current
 }
 
+/// `a == b`, quick to refuse: ids of one history mostly share their length,
+/// and generated ids (UUIDs, time-ordered ones included) differ in their
+/// last bytes, so those are compared first, as one word.
+fn same_id(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if let (Some(tail_a), Some(tail_b)) = (a.last_chunk::<8>(), b.last_chunk::<8>())
+        && tail_a != tail_b
+    {
+        return false;
+    }
+    a == b
+}
+
 /// One step of a merge: update message `from` replaces the message in
 /// `slot`, or is appended.
 enum Action {
@@ -159,7 +175,7 @@ fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String
         (wanted.len() > 8).then(|| wanted.iter().copied().collect());
     let named = |id: &str| match &hashed {
         Some(set) => set.contains(id),
-        None => wanted.contains(&id),
+        None => wanted.iter().any(|w| same_id(w, id)),
     };
     let mut slots: HashMap<&str, usize, FxBuild> =
         HashMap::with_capacity_and_hasher(update.len(), FxBuild);
@@ -212,6 +228,31 @@ mod tests {
 
     fn ids(messages: &[Message]) -> Vec<&str> {
         messages.iter().map(|m| m.id().unwrap()).collect()
+    }
+
+    #[test]
+    fn ids_compare_as_strings() {
+        let pairs = [
+            ("", ""),
+            ("a", "a"),
+            ("a", "b"),
+            ("abc", "abcd"),
+            (
+                "0190a1b2-0000-7000-8000-000000000001",
+                "0190a1b2-0000-7000-8000-000000000001",
+            ),
+            (
+                "0190a1b2-0000-7000-8000-000000000001",
+                "0190a1b2-0000-7000-8000-000000000002",
+            ),
+            // Same last eight bytes, different start.
+            ("x-12345678", "y-12345678"),
+            ("tool-call-1", "tool-call-1"),
+        ];
+        for (a, b) in pairs {
+            assert_eq!(same_id(a, b), a == b, "{a:?} vs {b:?}");
+            assert_eq!(same_id(b, a), a == b, "{b:?} vs {a:?}");
+        }
     }
 
     #[test]
