@@ -556,6 +556,16 @@ impl PregelBuilder {
             .iter()
             .filter_map(|position| slots[*position].take())
             .collect();
+        // The name index by position becomes the index by id, unhashed.
+        let mut id_of = vec![0; declared.len()];
+        for (id, position) in declared.iter().enumerate() {
+            id_of[*position] = id;
+        }
+        let mut node_index = std::mem::take(&mut self.node_positions);
+        for id in node_index.values_mut() {
+            *id = id_of[*id];
+        }
+        self.shape.node_index = node_index;
         self.shape.node_declared = declared;
         let channel_count = self.channels.len();
         let mut read_sets: Vec<Vec<ChannelId>> = Vec::new();
@@ -592,7 +602,7 @@ impl PregelBuilder {
         let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
         let mut trigger_start = vec![0; channel_count + 1];
         let mut is_trigger = vec![false; channel_count];
-        for (id, (name, node)) in nodes.iter().enumerate() {
+        for (name, node) in &nodes {
             if let Some(bad) = node
                 .triggers
                 .iter()
@@ -608,7 +618,6 @@ impl PregelBuilder {
                 trigger_start[*trigger + 1] += 1;
                 is_trigger[*trigger] = true;
             }
-            self.shape.node_index.insert(name.clone(), id);
             self.shape.node_names.push(name.clone());
         }
         for c in 0..channel_count {
