@@ -57,7 +57,7 @@ impl JsonSerializer {
 impl Serializer for JsonSerializer {
     fn dumps(&self, channel: &str, value: &Value) -> Result<Encoded> {
         let mut bytes = Vec::with_capacity(256);
-        if serde_json::to_writer(&mut bytes, value).is_err() {
+        if value.write_json(&mut bytes).is_err() {
             // Serialize again with path tracking, only to say where it failed.
             let mut serializer = serde_json::Serializer::new(std::io::sink());
             let err = serde_path_to_error::serialize(value, &mut serializer).err();
