@@ -452,7 +452,6 @@ impl StateGraph {
         Ok(self)
     }
 
-    /// The error handler node of `name`, if any.
     /// The names of the node added under `name`, made when it was added.
     pub(crate) fn names_of(&self, name: &str, spec: &NodeSpec) -> NodeNames {
         spec.names.clone().unwrap_or_else(|| {
@@ -472,6 +471,7 @@ impl StateGraph {
         nodes
     }
 
+    /// The error handler node of `name`, if any.
     pub(crate) fn error_handler_of(&self, name: &str, spec: &NodeSpec) -> Option<String> {
         if spec.is_error_handler {
             None
