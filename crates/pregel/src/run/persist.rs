@@ -388,8 +388,8 @@ impl Loop {
     /// scratchpad for its interrupts.
     pub(super) fn identify(&self, tasks: &mut [Task]) {
         if let Some(persist) = self.persist.as_ref() {
-            let namespace = persist.target.checkpoint_ns.clone();
-            self.identify_from(persist.current.as_ref(), &namespace, tasks);
+            let namespace = &persist.target.checkpoint_ns;
+            self.identify_from(persist.current.as_ref(), namespace, tasks);
         }
     }
 
