@@ -326,6 +326,41 @@ async fn missing_keys_read_as_defaults() {
     assert_eq!(*empty.reviews, 0);
 }
 
+#[test]
+fn a_view_reads_keys_in_any_order() {
+    // Fields in order, then shuffled, partial, with a key the state does not
+    // declare: each key lands in its own field.
+    let value = |json: serde_json::Value| Value::from_json(json);
+    let in_order = StateValues::new(vec![
+        (Arc::from("subjects"), value(json!(["a"]))),
+        (Arc::from("jokes"), value(json!(["j"]))),
+        (Arc::from("best"), value(json!("b"))),
+        (Arc::from("reviews"), value(json!(2))),
+        (Arc::from("note"), value(json!("n"))),
+    ]);
+    let shuffled = StateValues::new(vec![
+        (Arc::from("note"), value(json!("n"))),
+        (Arc::from("other"), value(json!(7))),
+        (Arc::from("reviews"), value(json!(2))),
+        (Arc::from("subjects"), value(json!(["a"]))),
+        (Arc::from("best"), value(json!("b"))),
+    ]);
+    for values in [in_order, shuffled] {
+        let view = Overall::view(&values).unwrap();
+        assert_eq!(*view.subjects, ["a"]);
+        assert_eq!(*view.best, "b");
+        assert_eq!(*view.reviews, 2);
+        assert_eq!(view.note.as_deref(), Some("n"));
+    }
+    let view = Overall::view(&StateValues::new(vec![(
+        Arc::from("reviews"),
+        value(json!(3)),
+    )]))
+    .unwrap();
+    assert_eq!(*view.reviews, 3);
+    assert!(view.jokes.is_empty() && view.subjects.is_empty());
+}
+
 #[tokio::test]
 async fn sends_carry_typed_arguments() {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
