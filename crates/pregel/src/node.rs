@@ -704,10 +704,10 @@ impl std::error::Error for Interrupted {}
 /// answers it has been given so far, and how many interrupts it has reached
 /// in the current attempt.
 pub(crate) struct Scratchpad {
-    pub(crate) task_id: Arc<str>,
-    // `node:task_id` (after the run's own namespace, `|`-separated): the
-    // namespace of the task's interrupts and of its subgraph's checkpoints.
-    pub(crate) namespace: String,
+    // The task's id and namespace, computed when first read: most tasks of
+    // an exit-durability run never need them.
+    identity: std::sync::OnceLock<TaskIdentity>,
+    inputs: TaskIdInputs,
     // The checkpoint the task's step started from.
     pub(crate) checkpoint: Option<stategraph_core::CheckpointId>,
     // LangGraph's `task_path_str` of the task (written when asked).
@@ -721,6 +721,50 @@ pub(crate) struct Scratchpad {
     calls: std::sync::atomic::AtomicUsize,
 }
 
+/// A task's id and namespace.
+#[derive(Clone)]
+struct TaskIdentity {
+    task_id: Arc<str>,
+    // `node:task_id` (after the run's own namespace, `|`-separated): the
+    // namespace of the task's interrupts and of its subgraph's checkpoints.
+    namespace: String,
+}
+
+/// What a task's id is computed from (see [`checkpoint_task_id`]).
+#[derive(Clone)]
+pub(crate) struct TaskIdInputs {
+    /// The bytes of the checkpoint the task's step started from.
+    pub(crate) checkpoint: [u8; 16],
+    /// The checkpoint namespace of the task's run.
+    pub(crate) run_namespace: Arc<str>,
+    pub(crate) step: i64,
+    pub(crate) graph: Arc<crate::graph::PregelInner>,
+    pub(crate) node: crate::NodeId,
+    /// `None` for a pull task, else its `Send` (or update) index.
+    pub(crate) push: Option<usize>,
+}
+
+impl TaskIdInputs {
+    fn identity(&self) -> TaskIdentity {
+        let name = self.graph.shape.node_name(self.node);
+        // `path` (the node within the run's namespace), then `:task_id`.
+        let mut namespace = String::with_capacity(self.run_namespace.len() + name.len() + 38);
+        if !self.run_namespace.is_empty() {
+            namespace.push_str(&self.run_namespace);
+            namespace.push('|');
+        }
+        namespace.push_str(name);
+        let kind = match self.push {
+            None => TaskIdPath::Pull(self.graph.sorted_triggers(self.node)),
+            Some(index) => TaskIdPath::Push(index),
+        };
+        let task_id = checkpoint_task_id(&self.checkpoint, &namespace, self.step, name, kind);
+        namespace.push(':');
+        namespace.push_str(&task_id);
+        TaskIdentity { task_id, namespace }
+    }
+}
+
 /// The interrupt answers of one scope of a task.
 #[derive(Clone, Default)]
 struct ScopeAnswers {
@@ -729,18 +773,15 @@ struct ScopeAnswers {
 }
 
 impl Scratchpad {
-    /// `namespace` is `path:task_id`, where `path` is the task's name
-    /// within the run's namespace (the node name at the root, `ns|node` in a
-    /// subgraph run).
+    /// The scratchpad of the task whose id comes from `inputs`.
     pub(crate) fn new(
-        namespace: String,
-        task_id: Arc<str>,
+        inputs: TaskIdInputs,
         checkpoint: Option<stategraph_core::CheckpointId>,
         task_path: TaskPathText,
     ) -> Self {
         Self {
-            namespace,
-            task_id,
+            identity: std::sync::OnceLock::new(),
+            inputs,
             checkpoint,
             task_path,
             answers: Mutex::new(Vec::new()),
@@ -768,8 +809,8 @@ impl Scratchpad {
             })
             .collect();
         Self {
-            task_id: self.task_id.clone(),
-            namespace: self.namespace.clone(),
+            identity: std::sync::OnceLock::from(self.identity().clone()),
+            inputs: self.inputs.clone(),
             checkpoint: self.checkpoint.clone(),
             task_path: self.task_path.clone(),
             answers: Mutex::new(answers),
@@ -777,6 +818,21 @@ impl Scratchpad {
             scoped: Mutex::new(scoped),
             calls: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    fn identity(&self) -> &TaskIdentity {
+        self.identity.get_or_init(|| self.inputs.identity())
+    }
+
+    /// The task's LangGraph id.
+    pub(crate) fn task_id(&self) -> &Arc<str> {
+        &self.identity().task_id
+    }
+
+    /// `node:task_id` after the run's own namespace: the namespace of the
+    /// task's interrupts and of its subgraph's checkpoints.
+    pub(crate) fn namespace(&self) -> &str {
+        &self.identity().namespace
     }
 
     fn scoped(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<str>, ScopeAnswers>> {
@@ -808,7 +864,7 @@ impl Scratchpad {
     /// Records the answer a resume map gives the next unanswered interrupt.
     pub(crate) fn answer_from(&self, map: &serde_json::Map<String, serde_json::Value>) {
         let mut answers = self.answers();
-        let next = crate::Interrupt::id_for(&self.namespace, answers.len());
+        let next = crate::Interrupt::id_for(self.namespace(), answers.len());
         if let Some(answer) = map.get(&next) {
             answers.push(Value::from_json(answer.clone()));
         }
@@ -828,7 +884,7 @@ impl Scratchpad {
         }
         Err(Interrupted::one(crate::Interrupt {
             value,
-            id: crate::Interrupt::id_for(&self.namespace, answers.len()),
+            id: crate::Interrupt::id_for(self.namespace(), answers.len()),
         }))
     }
 
@@ -848,7 +904,7 @@ impl Scratchpad {
         if let Some(answer) = answers.answers.get(index) {
             return Ok(answer.clone());
         }
-        let id = crate::Interrupt::id_for(&[&self.namespace, "|", scope].concat(), index);
+        let id = crate::Interrupt::id_for(&[self.namespace(), "|", scope].concat(), index);
         let by_id = run
             .answers()
             .and_then(|map| map.get(&id).map(|answer| Value::from_json(answer.clone())));
@@ -1251,7 +1307,7 @@ impl TaskContext {
     /// need it).
     pub fn task_id(&self) -> String {
         if let Some(pad) = &self.pad {
-            return pad.task_id.to_string();
+            return pad.task_id().to_string();
         }
         TaskIdSeed {
             run: self.run.seed,
@@ -1290,7 +1346,7 @@ impl TaskContext {
                 "~{}, {task_path}, {index:010}, 0000000001",
                 crate::names::PUSH
             );
-            let namespace = format!("{}|{name}", pad.namespace);
+            let namespace = format!("{}|{name}", pad.namespace());
             let checkpoint = pad
                 .checkpoint
                 .as_ref()
@@ -1477,7 +1533,7 @@ impl TaskContext {
                 Some(ParentRun {
                     scope: PersistScope {
                         saver: scope.saver.clone(),
-                        checkpoint_ns: pad.namespace.clone(),
+                        checkpoint_ns: pad.namespace().to_owned(),
                         durability: scope.durability,
                         parents,
                         nested: true,

@@ -1289,7 +1289,7 @@ impl Loop {
 
     fn task_id(&self, task: &Task) -> String {
         if let Some(pad) = &task.pad {
-            return pad.task_id.to_string();
+            return pad.task_id().to_string();
         }
         crate::node::TaskIdSeed {
             run: self.run.seed,

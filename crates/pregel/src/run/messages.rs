@@ -244,7 +244,7 @@ impl Loop {
         let sinks = self.message_sinks();
         let name = self.graph.shape.node_name(task.node);
         let namespace = match &task.pad {
-            Some(pad) => pad.namespace.clone(),
+            Some(pad) => pad.namespace().to_owned(),
             None => {
                 let own = format!("{name}:{}", self.task_id(task));
                 let outer = sinks.first().map(|sink| sink.namespace.join("|"));

@@ -20,9 +20,7 @@ use stategraph_core::{CheckpointId, RunnableConfig, Value};
 use super::{Loop, Task, TaskPath, WriteSender};
 use crate::error::{PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
-use crate::node::{
-    RunInfo, Scratchpad, Sink, StateValues, TaskIdPath, TaskPathText, checkpoint_task_id,
-};
+use crate::node::{RunInfo, Scratchpad, Sink, StateValues, TaskIdInputs, TaskPathText};
 use crate::types::{Interrupt, StreamMode, StreamModes, names};
 use crate::{ChannelId, Input};
 
@@ -403,24 +401,21 @@ impl Loop {
     ) {
         let graph = &self.graph;
         let bytes = checkpoint.map_or([0; 16], checkpoint_bytes);
+        let run_namespace: Arc<str> = Arc::from(namespace);
         for task in tasks.iter_mut() {
-            let name = graph.shape.node_name(task.node);
-            // `path` (the node within the run's namespace), then `:task_id`.
-            let mut path = String::with_capacity(namespace.len() + name.len() + 38);
-            if !namespace.is_empty() {
-                path.push_str(namespace);
-                path.push('|');
-            }
-            path.push_str(name);
-            let kind = match task.path {
-                TaskPath::Pull(node) => TaskIdPath::Pull(graph.sorted_triggers(node)),
-                TaskPath::Push(index) | TaskPath::Update(index) => TaskIdPath::Push(index),
+            let inputs = TaskIdInputs {
+                checkpoint: bytes,
+                run_namespace: run_namespace.clone(),
+                step: self.step,
+                graph: graph.clone(),
+                node: task.node,
+                push: match task.path {
+                    TaskPath::Pull(_) => None,
+                    TaskPath::Push(index) | TaskPath::Update(index) => Some(index),
+                },
             };
-            let id = checkpoint_task_id(&bytes, &path, self.step, name, kind);
-            path.push(':');
-            path.push_str(&id);
-            let task_path = task_path(&task.path, name);
-            let pad = Scratchpad::new(path, id, checkpoint.cloned(), task_path);
+            let task_path = task_path(&task.path, graph.shape.node_name(task.node));
+            let pad = Scratchpad::new(inputs, checkpoint.cloned(), task_path);
             task.pad = Some(Arc::new(pad));
         }
     }
@@ -439,19 +434,19 @@ impl Loop {
                 continue;
             };
             let outputs: Vec<&PendingWrite> = resumed
-                .of_task(&pad.task_id)
+                .of_task(pad.task_id())
                 .filter(|w| !is_control(&w.channel))
                 .collect();
             if outputs.is_empty() {
                 let answers = resumed
-                    .of_task(&pad.task_id)
+                    .of_task(pad.task_id())
                     .find(|w| w.channel == names::RESUME)
                     .map(|w| w.value.clone().decode::<Vec<Value>>())
                     .transpose()?
                     .map(|answers| (*answers).clone())
                     .unwrap_or_default();
                 let scoped = resumed
-                    .of_task(&pad.task_id)
+                    .of_task(pad.task_id())
                     .find(|w| w.channel == names::RESUME_SCOPED)
                     .map(|w| {
                         w.value
@@ -519,7 +514,7 @@ impl Loop {
             Outcome::Failed(repr) => vec![(names::ERROR.to_owned(), Value::new(repr.clone()))],
         };
         let path = task_path(&task.path, self.graph.shape.node_name(task.node)).text();
-        Some((pad.task_id.clone(), path, writes))
+        Some((pad.task_id().clone(), path, writes))
     }
 
     /// Sends what a task's outcome saves to the step's save pipeline.
@@ -1047,7 +1042,7 @@ impl Loop {
             .iter()
             .map(|task| {
                 let name = graph.shape.node_name(task.node);
-                let id = task.pad.as_ref().map(|pad| pad.task_id.to_string());
+                let id = task.pad.as_ref().map(|pad| pad.task_id().to_string());
                 let state = task
                     .pad
                     .as_ref()
@@ -1055,7 +1050,7 @@ impl Loop {
                     .map(|pad| {
                         serde_json::json!({"configurable": {
                             "thread_id": announced.config.thread_id,
-                            "checkpoint_ns": pad.namespace,
+                            "checkpoint_ns": pad.namespace(),
                         }})
                     });
                 serde_json::json!({"id": id, "name": &**name, "interrupts": [], "state": state})
@@ -1145,7 +1140,7 @@ fn snapshot(
     for task in &tasks {
         let Some(pad) = &task.pad else { continue };
         let name = graph.shape.node_name(task.node);
-        let writes: Vec<&PendingWrite> = saved.of_task(&pad.task_id).collect();
+        let writes: Vec<&PendingWrite> = saved.of_task(pad.task_id()).collect();
         let outputs: Vec<(ChannelId, Value)> = writes
             .iter()
             .filter(|w| !is_control(&w.channel))
@@ -1167,7 +1162,7 @@ fn snapshot(
             finished.push(applied);
         }
         shown.push(PregelTask {
-            id: pad.task_id.to_string(),
+            id: pad.task_id().to_string(),
             name: name.to_string(),
             path: task_path_json(&task.path, name),
             error: writes.iter().find(|w| w.channel == names::ERROR).map(|w| {
@@ -1188,7 +1183,7 @@ fn snapshot(
             result,
             state: graph.nodes[task.node].subgraph.then(|| CheckpointConfig {
                 thread_id: tuple.config.thread_id.clone(),
-                checkpoint_ns: pad.namespace.clone(),
+                checkpoint_ns: pad.namespace().to_owned(),
                 checkpoint_id: None,
             }),
             subgraph: None,
