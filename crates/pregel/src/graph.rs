@@ -126,7 +126,7 @@ pub(crate) struct PregelInner {
     none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
     // Per node: its trigger channels' names, sorted (task ids hash them);
     // made on first use, so graphs that never checkpoint do not pay.
-    pub(crate) sorted_triggers: std::sync::OnceLock<Vec<Vec<Arc<str>>>>,
+    sorted_triggers: std::sync::OnceLock<Vec<Vec<Arc<str>>>>,
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) store: Option<stategraph_store::SharedStore>,

@@ -884,14 +884,14 @@ impl Loop {
     /// error, if any, wins over a saving error.
     pub(super) async fn finish_persisted(&mut self, result: Result<()>) -> Result<()> {
         let nested = self.run.scope.as_ref().is_some_and(|scope| scope.nested);
-        let Some(persist) = self.persist.as_mut() else {
-            return result;
-        };
-        if persist.saves_at_exit(nested, result.is_err()) {
+        // A run that does not save builds nothing to save (a checkpoint is
+        // only frozen earlier when the run stops, and a stopped run saves).
+        if self
+            .persist
+            .as_ref()
+            .is_some_and(|p| p.saves_at_exit(nested, result.is_err()))
+        {
             self.freeze_exit_checkpoint();
-        } else {
-            persist.at_exit = None;
-            persist.frozen = None;
         }
         let Some(persist) = self.persist.as_mut() else {
             return result;
