@@ -68,12 +68,7 @@ impl CheckpointId {
         };
         *last = id;
         drop(last);
-        let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-        Self(Arc::from(
-            &*uuid::Uuid::from_u128(id)
-                .hyphenated()
-                .encode_lower(&mut text),
-        ))
+        Self(Arc::from(hyphenated(id).as_str()))
     }
 
     /// The id as text.
@@ -84,10 +79,62 @@ impl CheckpointId {
     /// The 16 bytes of the id when it is a UUID (every generated id is;
     /// LangGraph hashes them into task ids), `None` for other text.
     pub fn uuid_bytes(&self) -> Option<[u8; 16]> {
-        uuid::Uuid::try_parse(&self.0)
-            .ok()
-            .map(|id| id.into_bytes())
+        parse_hyphenated(self.0.as_bytes())
+            .map(u128::to_be_bytes)
+            .or_else(|| {
+                // The other spellings of a UUID (simple, braced, urn).
+                uuid::Uuid::try_parse(&self.0)
+                    .ok()
+                    .map(|id| id.into_bytes())
+            })
     }
+}
+
+/// The canonical text of a UUID: 8-4-4-4-12 lowercase hex digits.
+struct Hyphenated([u8; 36]);
+
+impl Hyphenated {
+    fn as_str(&self) -> &str {
+        // Only ASCII hex digits and hyphens are ever written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+/// Where the hyphens of a canonical UUID text are.
+const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+
+fn hyphenated(id: u128) -> Hyphenated {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b'-'; 36];
+    let mut shift = 128;
+    for (at, slot) in text.iter_mut().enumerate() {
+        if HYPHENS.contains(&at) {
+            continue;
+        }
+        shift -= 4;
+        *slot = DIGITS[((id >> shift) & 0xF) as usize];
+    }
+    Hyphenated(text)
+}
+
+/// The value of a UUID in its 36-character hyphenated form (either case);
+/// `None` for any other text.
+fn parse_hyphenated(text: &[u8]) -> Option<u128> {
+    if text.len() != 36 {
+        return None;
+    }
+    let mut value = 0u128;
+    for (at, &byte) in text.iter().enumerate() {
+        if HYPHENS.contains(&at) {
+            if byte != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let digit = (byte as char).to_digit(16)?;
+        value = (value << 4) | u128::from(digit);
+    }
+    Some(value)
 }
 
 impl fmt::Display for CheckpointId {
@@ -129,6 +176,31 @@ mod tests {
         let ids: Vec<_> = (0..10_000).map(|_| CheckpointId::new()).collect();
         for pair in ids.windows(2) {
             assert!(pair[0] < pair[1], "{} !< {}", pair[0], pair[1]);
+        }
+    }
+
+    #[test]
+    fn ids_read_back_as_the_uuid_they_spell() {
+        for _ in 0..100 {
+            let id = CheckpointId::new();
+            let parsed = uuid::Uuid::parse_str(id.as_str()).unwrap();
+            assert_eq!(parsed.hyphenated().to_string(), id.as_str());
+            assert_eq!(id.uuid_bytes(), Some(parsed.into_bytes()));
+        }
+        let upper = CheckpointId::from("1EF4F797-8335-6428-8001-8A1503F9B875");
+        let simple = CheckpointId::from("1ef4f7978335642880018a1503f9b875");
+        let expected = uuid::Uuid::parse_str("1ef4f797-8335-6428-8001-8a1503f9b875")
+            .unwrap()
+            .into_bytes();
+        assert_eq!(upper.uuid_bytes(), Some(expected));
+        assert_eq!(simple.uuid_bytes(), Some(expected));
+        for text in [
+            "",
+            "not-a-uuid",
+            "1ef4f797-8335-6428-8001-8a1503f9b87g",
+            "1ef4f797+8335-6428-8001-8a1503f9b875",
+        ] {
+            assert_eq!(CheckpointId::from(text).uuid_bytes(), None, "{text}");
         }
     }
 
