@@ -97,6 +97,16 @@ pub enum IoChannels {
     Many(Vec<ChannelId>),
 }
 
+impl IoChannels {
+    /// The channels, in order.
+    pub(crate) fn ids(&self) -> &[ChannelId] {
+        match self {
+            Self::One(channel) => std::slice::from_ref(channel),
+            Self::Many(channels) => channels,
+        }
+    }
+}
+
 pub(crate) struct PregelInner {
     pub(crate) shape: GraphShape,
     // Channel prototypes: runs copy them, never change them.

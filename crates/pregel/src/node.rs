@@ -385,6 +385,9 @@ pub(crate) struct Sink {
     /// The ids of the messages the `messages` mode has sent to the queue
     /// (shared by every sink of one queue).
     pub(crate) seen: crate::run::SeenMessages,
+    /// Whether only the run's last `values` chunk is wanted (`invoke`): the
+    /// loop then holds the values and sends one chunk when the run stops.
+    pub(crate) latest_only: bool,
 }
 
 impl Sink {

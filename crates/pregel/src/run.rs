@@ -105,6 +105,7 @@ impl Pregel {
             modes.into(),
             stream,
             options,
+            Delivery::Every,
         )
     }
 
@@ -163,6 +164,7 @@ impl Pregel {
             StreamMode::Values.into(),
             output,
             options,
+            Delivery::Latest,
         );
         let mut latest = None;
         while let Some(chunk) = stream.next().await {
@@ -182,6 +184,16 @@ impl Pregel {
         }
         Ok((latest, stream.interrupts()))
     }
+}
+
+/// Which `values` chunks a run's own stream needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// Every one (a caller streaming the run).
+    Every,
+    /// The last one only (`invoke`): the loop holds the shown values of the
+    /// latest step and builds one chunk when the run stops.
+    Latest,
 }
 
 /// The stream of a run: chunks in order, then the run's error if it failed.
@@ -205,6 +217,7 @@ impl RunStream {
         modes: StreamModes,
         output: IoChannels,
         options: RunOptions,
+        delivery: Delivery,
     ) -> Self {
         let queue = Arc::new(Mutex::new(VecDeque::new()));
         let printed = if graph.debug {
@@ -220,6 +233,8 @@ impl RunStream {
             namespace: Arc::from(Vec::new()),
             shown: output,
             seen: SeenMessages::default(),
+            // A printed chunk is printed when it is taken: all of them are needed.
+            latest_only: delivery == Delivery::Latest && printed.is_empty(),
         };
         let forward = options.forward.clone().map(|forward| Sink {
             queue: forward.queue,
@@ -227,6 +242,7 @@ impl RunStream {
             namespace: forward.namespace,
             shown: graph.stream.clone(),
             seen: forward.seen,
+            latest_only: false,
         });
         let durability = options.durability;
         let scope = match (&options.parent, &graph.checkpointer, options.nested) {
@@ -465,6 +481,10 @@ struct Loop {
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
     // The fresh reads of the task whose writers are running.
     fresh_reads: std::cell::RefCell<Vec<FreshCopy>>,
+    // Emptied fresh-read lists of finished tasks, and the step's list of
+    // fresh copies to reuse, kept for the next steps.
+    fresh_pool: std::cell::RefCell<Vec<Vec<FreshCopy>>>,
+    fresh_buf: Vec<FreshCopy>,
     // Set when the graph has a checkpointer (root runs only).
     persist: Option<Box<persist::Persist>>,
     // The pending writes of the checkpoint a run resumes, for its first step.
@@ -479,6 +499,9 @@ struct Loop {
     before: Breakpoints,
     after: Breakpoints,
     interrupt_seen: Vec<Option<ChannelVersion>>,
+    // The shown values of the latest `values` chunk a `latest_only` sink
+    // has not been sent yet.
+    held_values: std::cell::RefCell<Option<Vec<Option<Value>>>>,
 }
 
 /// The nodes a static breakpoint stops at.
@@ -549,6 +572,8 @@ impl Loop {
             updated_buf: Vec::new(),
             write_pool: std::cell::RefCell::new(Vec::new()),
             fresh_reads: std::cell::RefCell::new(Vec::new()),
+            fresh_pool: std::cell::RefCell::new(Vec::new()),
+            fresh_buf: Vec::new(),
             persist: None,
             resumed: None,
             loaded_source: None,
@@ -556,6 +581,7 @@ impl Loop {
             before: Breakpoints::default(),
             after: Breakpoints::default(),
             interrupt_seen: vec![None; count],
+            held_values: std::cell::RefCell::new(None),
             graph,
         }
     }
@@ -594,6 +620,7 @@ impl Loop {
                 Err(err) => Err(err),
             },
         };
+        self.send_held_values();
         match result {
             // Only a subgraph has a parent to hand the command to.
             Err(PregelError::ParentCommand(_)) if !nested => Err(PregelError::InvalidUpdate(
@@ -1192,6 +1219,8 @@ impl Loop {
     /// state with that key added to `values` (only the key for a single
     /// stream channel).
     fn emit_interrupts(&self, interrupts: &Value, values: bool) {
+        // The state's chunk comes before the interrupt's.
+        self.send_held_values();
         for sink in self.run.sinks() {
             if sink.wants(StreamMode::Updates) {
                 sink.push(
@@ -1368,7 +1397,12 @@ impl Loop {
         for writer in &node.writers {
             writer(&ctx, &mut writes)?;
         }
-        task.fresh = std::mem::take(&mut *self.fresh_reads.borrow_mut());
+        let mut reads = self.fresh_reads.borrow_mut();
+        if !reads.is_empty() {
+            let spare = self.fresh_pool.borrow_mut().pop().unwrap_or_default();
+            task.fresh = std::mem::replace(&mut *reads, spare);
+        }
+        drop(reads);
         task.writes = writes;
         if node.cache.is_some() {
             self.store_cached_writes(task);
@@ -1473,8 +1507,36 @@ impl Loop {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
             }
+            if sink.latest_only {
+                // Holding the values (shared, not copied) costs no allocation
+                // once the buffer exists; the chunk is built only if needed.
+                let mut held = self.held_values.borrow_mut();
+                let held = held.get_or_insert_default();
+                held.clear();
+                held.extend(sink.shown.ids().iter().map(|c| self.channels.get(*c).get()));
+                continue;
+            }
             sink.push(StreamMode::Values, self.values_of(&sink.shown));
         }
+    }
+
+    /// Sends the values a `latest_only` sink holds as its chunk.
+    fn send_held_values(&self) {
+        let Some(mut held) = self.held_values.take() else {
+            return;
+        };
+        let sink = &self.run.sink;
+        let value = match &sink.shown {
+            IoChannels::One(_) => held.pop().flatten().unwrap_or_else(Value::null),
+            IoChannels::Many(channels) => Value::new(StateValues::new(
+                channels
+                    .iter()
+                    .zip(held.drain(..))
+                    .filter_map(|(c, value)| Some((self.graph.shape.channel_name_arc(*c), value?)))
+                    .collect(),
+            )),
+        };
+        sink.push(StreamMode::Values, value);
     }
 
     /// The values of these channels: the value itself for one channel, a
@@ -1583,7 +1645,8 @@ impl Loop {
         // Group writes by channel, keeping task order within a channel.
         let mut writes = std::mem::take(&mut self.write_buf);
         writes.clear();
-        let mut fresh: Vec<FreshCopy> = Vec::new();
+        let mut fresh = std::mem::take(&mut self.fresh_buf);
+        fresh.clear();
         for task in tasks.iter_mut() {
             for copy in task.fresh.drain(..) {
                 let count = task
@@ -1594,6 +1657,10 @@ impl Loop {
                 if count == copy.writes {
                     fresh.push(copy);
                 }
+            }
+            let spare = std::mem::take(&mut task.fresh);
+            if spare.capacity() > 0 {
+                self.fresh_pool.get_mut().push(spare);
             }
             for (channel, value) in task.writes.drain(..) {
                 let order = writes.len();
@@ -1645,6 +1712,8 @@ impl Loop {
 
         drop(pending);
         self.write_buf = writes;
+        fresh.clear();
+        self.fresh_buf = fresh;
 
         // Channels not written this step hear about the new step (ephemeral
         // values clear themselves).
@@ -1710,19 +1779,19 @@ impl FreshReader for Loop {
         channel: ChannelId,
         writes: &[(ChannelId, Value)],
     ) -> Result<Option<Value>> {
-        let own: Vec<Value> = writes
-            .iter()
-            .filter(|(c, _)| *c == channel)
-            .map(|(_, v)| v.clone())
-            .collect();
-        if own.is_empty() {
+        let mut own = writes.iter().filter(|(c, _)| *c == channel);
+        let Some((_, first)) = own.next() else {
             return Ok(self.channels.get(channel).get());
-        }
-        let count = own.len();
+        };
+        let rest: Vec<Value> = own.map(|(_, v)| v.clone()).collect();
+        let count = rest.len() + 1;
         let mut copy = self.channels.get(channel).boxed_clone();
-        let changed = copy
-            .update(own)
-            .map_err(|err| err.at_key(self.name(channel)))?;
+        let changed = if rest.is_empty() {
+            copy.update_one(first.clone())
+        } else {
+            copy.update(std::iter::once(first.clone()).chain(rest).collect())
+        }
+        .map_err(|err| err.at_key(self.name(channel)))?;
         let value = copy.get();
         let mut fresh = self.fresh_reads.borrow_mut();
         fresh.retain(|f| f.channel != channel);

@@ -1101,6 +1101,7 @@ pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
         namespace: Arc::from(Vec::new()),
         shown: graph.stream.clone(),
         seen: super::SeenMessages::default(),
+        latest_only: false,
     };
     let run = RunInfo::new(
         RunnableConfig::default(),
