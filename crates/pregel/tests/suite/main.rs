@@ -5,5 +5,6 @@
 
 mod builder;
 mod command_input;
+mod invoke_output;
 mod stream_control;
 mod trace_23_pregel;
