@@ -35,6 +35,8 @@ const CONFINED: &[(&str, &[&str])] = &[
     ("axum", &["stategraph-server"]),
     ("reqwest", &["stategraph-openai"]),
     ("rusqlite", &["stategraph-checkpoint-sqlite"]),
+    // C code registered through `unsafe`: one crate owns the soundness argument.
+    ("sqlite-vec", &["stategraph-checkpoint-sqlite"]),
     (
         "sqlx",
         &["stategraph-checkpoint-postgres", "stategraph-server"],

@@ -7,6 +7,8 @@ mod pool;
 mod saver;
 mod schema;
 mod store;
+#[cfg(feature = "sqlite-vec")]
+mod vec;
 
 pub use error::{CorruptRowError, MigrationChecksumError, SchemaTooNewError};
 pub use saver::SqliteSaver;

@@ -89,10 +89,13 @@ const MIGRATIONS: &[&str] = &[
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Applies the settings every connection gets: the busy timeout (first, so
-/// that the other statements wait for locks too) and a statement cache.
+/// that the other statements wait for locks too), a statement cache and,
+/// with the `sqlite-vec` feature, sqlite-vec's functions.
 pub(crate) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(64);
+    #[cfg(feature = "sqlite-vec")]
+    crate::vec::register(conn)?;
     Ok(())
 }
 

@@ -35,7 +35,9 @@ const NAME: &str = "SqliteStore";
 /// - SQL selects candidates by namespace (whole labels, as a range over the
 ///   labels joined with `.`, bound as parameters) and expiry; filters,
 ///   similarity scores, ranking, paging and namespace listings are computed
-///   in Rust with `stategraph-store`'s shared code.
+///   in Rust with `stategraph-store`'s shared code. With the `sqlite-vec`
+///   feature, SQLite computes the similarity scores (sqlite-vec's cosine
+///   distance, in `f32`), which may differ from Rust's in the last bits.
 /// - Times are stored as nanoseconds since the Unix epoch, so the clock
 ///   must read between the years 1677 and 2262
 ///   ([`StoreError::Unsupported`] otherwise).
@@ -156,6 +158,24 @@ impl SqliteStore {
     /// The database file, or `None` for an in-memory database.
     pub fn path(&self) -> Option<&Path> {
         self.db.path().map(|path| path.as_path())
+    }
+
+    /// The version of sqlite-vec that scores this store's searches, as
+    /// SQLite reports it on the store's connection (`vec_version()`, such
+    /// as `"v0.1.9"`). Only with the `sqlite-vec` feature.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when SQLite fails.
+    #[cfg(feature = "sqlite-vec")]
+    pub async fn sqlite_vec_version(&self) -> Result<String> {
+        let db = self.db.clone();
+        spawn(move || {
+            db.read(|conn| {
+                conn.query_row("SELECT vec_version()", [], |row| row.get(0))
+                    .map_err(sql::db)
+            })
+        })
+        .await
     }
 
     /// Applies the migrations that are not applied yet; a no-op once they

@@ -3,7 +3,10 @@
 //! SQL only selects candidate rows (by namespace range and expiry) and
 //! writes; filters, scores, ranking, paging and namespace listings are
 //! computed in Rust with the helpers of `stategraph-store`, so every store
-//! gives the same answers.
+//! gives the same answers. The one exception is the `sqlite-vec` feature:
+//! then SQLite computes the similarity of each vector to a search's query
+//! (sqlite-vec's `vec_distance_cosine`), and Rust still takes each item's
+//! best vector, filters, ranks and pages.
 
 use std::collections::BTreeMap;
 
@@ -108,7 +111,8 @@ fn run(conn: &Connection, plan: &Plan) -> Result<Vec<OpResult>> {
             } => {
                 let mut candidates = Vec::new();
                 let mut deadlines = BTreeMap::new();
-                for row in select(conn, ITEM_COLUMNS, range.as_ref(), plan, read_row)? {
+                let query = query.as_deref();
+                for (row, scored) in search_rows(conn, range.as_ref(), plan, query)? {
                     let namespace = split(&row.namespace);
                     if !has_prefix(&namespace, prefix) {
                         continue;
@@ -117,9 +121,11 @@ fn run(conn: &Connection, plan: &Plan) -> Result<Vec<OpResult>> {
                     if !filter.matches(&value) {
                         continue;
                     }
-                    let score = match query {
-                        Some(query) => best_score(query, &vectors(conn, &row)?),
-                        None => None,
+                    let score = match (query, scored) {
+                        (None, _) => None,
+                        #[cfg(feature = "sqlite-vec")]
+                        (Some(_), Scored::InSql(score)) => score,
+                        (Some(query), Scored::InRust) => best_score(query, &vectors(conn, &row)?),
                     };
                     if *refresh && let Some(at) = row.refreshed(plan) {
                         deadlines.insert((row.namespace.clone(), row.key.clone()), at);
@@ -239,23 +245,167 @@ fn select<T>(
     plan: &Plan,
     read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>> {
-    let mut sql = format!("SELECT {columns} FROM store_items WHERE TRUE");
-    let mut params: Vec<&dyn ToSql> = Vec::new();
-    if let Some(range) = range {
-        sql.push_str(" AND (namespace = ?1 OR (namespace >= ?2 AND namespace < ?3))");
-        params.extend([&range.exact as &dyn ToSql, &range.low, &range.high]);
-    }
-    if plan.omit_expired {
-        let n = params.len() + 1;
-        sql.push_str(&format!(" AND (expires_at IS NULL OR expires_at > ?{n})"));
-        params.push(&plan.now_nanos);
-    }
+    let (condition, params) = candidate_condition(range, plan);
+    let sql = format!("SELECT {columns} FROM store_items WHERE {condition}");
     conn.prepare_cached(&sql)
         .and_then(|mut stmt| {
             stmt.query_map(params.as_slice(), read)?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(db)
+}
+
+/// The condition selecting the `store_items` rows under `range` (all when
+/// `None`), without the expired ones when the plan omits them, with its
+/// parameters (`?1`, `?2`, ...). Columns are qualified with the table's
+/// name, so the condition also serves a join.
+fn candidate_condition<'a>(
+    range: Option<&'a PrefixRange>,
+    plan: &'a Plan,
+) -> (String, Vec<&'a dyn ToSql>) {
+    let mut sql = "TRUE".to_owned();
+    let mut params: Vec<&dyn ToSql> = Vec::new();
+    if let Some(range) = range {
+        sql.push_str(
+            " AND (store_items.namespace = ?1 \
+             OR (store_items.namespace >= ?2 AND store_items.namespace < ?3))",
+        );
+        params.extend([&range.exact as &dyn ToSql, &range.low, &range.high]);
+    }
+    if plan.omit_expired {
+        let n = params.len() + 1;
+        sql.push_str(&format!(
+            " AND (store_items.expires_at IS NULL OR store_items.expires_at > ?{n})"
+        ));
+        params.push(&plan.now_nanos);
+    }
+    (sql, params)
+}
+
+/// How a search candidate's score is found.
+enum Scored {
+    /// In Rust, from the item's stored vectors ([`best_score`]).
+    InRust,
+    /// By SQLite with sqlite-vec: the best similarity of the item's
+    /// vectors, `None` for an item without vectors.
+    #[cfg(feature = "sqlite-vec")]
+    InSql(Option<f64>),
+}
+
+/// The candidates of a search (as [`select`] selects them) and how each
+/// is scored: with the `sqlite-vec` feature and a query, by SQLite in the
+/// same statement ([`scored_in_sql`]); otherwise in Rust, when asked.
+///
+/// sqlite-vec reads a blob as `f32`s in the machine's byte order and the
+/// vectors are stored little-endian, so a big-endian machine scores in
+/// Rust. So do a query without components (sqlite-vec refuses empty
+/// vectors) and an all-zero query (every score 0, none from SQLite).
+fn search_rows(
+    conn: &Connection,
+    range: Option<&PrefixRange>,
+    plan: &Plan,
+    query: Option<&[f32]>,
+) -> Result<Vec<(Row, Scored)>> {
+    #[cfg(feature = "sqlite-vec")]
+    if let Some(query) = query.filter(|query| query.iter().any(|x| *x != 0.0))
+        && cfg!(target_endian = "little")
+    {
+        return scored_in_sql(conn, range, plan, query);
+    }
+    #[cfg(not(feature = "sqlite-vec"))]
+    let _ = query;
+    let rows = select(conn, ITEM_COLUMNS, range, plan, read_row)?;
+    Ok(rows.into_iter().map(|row| (row, Scored::InRust)).collect())
+}
+
+/// The candidates of a search with their scores computed by sqlite-vec:
+/// one statement joins every candidate with its vectors and computes
+/// `vec_distance_cosine` (in `f32`) for each vector; an item's score is
+/// `1 - distance` of its best vector, as [`best_score`] ranks.
+///
+/// An item with a vector that SQLite cannot score as Rust does is left to
+/// Rust ([`Scored::InRust`]), so the answers keep their meaning: a length
+/// other than the query's (Rust compares the common components;
+/// sqlite-vec refuses), an all-zero vector (Rust scores 0; sqlite-vec's
+/// `0 / 0` is NaN, which SQLite turns into `NULL`), or a distance that is
+/// not finite (components whose squares underflow or overflow `f32`).
+#[cfg(feature = "sqlite-vec")]
+fn scored_in_sql(
+    conn: &Connection,
+    range: Option<&PrefixRange>,
+    plan: &Plan,
+    query: &[f32],
+) -> Result<Vec<(Row, Scored)>> {
+    /// An item and what its vectors' rows said so far.
+    struct Candidate {
+        row: Row,
+        best: Option<f64>,
+        // Whether SQLite scored every vector of the item so far.
+        in_sql: bool,
+    }
+
+    let (condition, mut params) = candidate_condition(range, plan);
+    let blob = stategraph_store::sql::encode_vector(query);
+    let bytes = i64::try_from(blob.len()).unwrap_or(i64::MAX);
+    let n = params.len() + 1;
+    params.extend([&bytes as &dyn ToSql, &blob]);
+    // Ordered by the primary key, so the rows of one item are adjacent.
+    let sql = format!(
+        "SELECT store_items.namespace, store_items.key, value, created_at, updated_at, \
+             ttl_minutes, expires_at, store_vectors.idx, \
+             CASE WHEN length(store_vectors.embedding) = ?{n} \
+                 THEN vec_distance_cosine(store_vectors.embedding, ?{m}) END \
+         FROM store_items LEFT JOIN store_vectors \
+             ON store_vectors.namespace = store_items.namespace \
+             AND store_vectors.key = store_items.key \
+         WHERE {condition} \
+         ORDER BY store_items.namespace, store_items.key",
+        m = n + 1
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
+    let mut rows = stmt.query(params.as_slice()).map_err(db)?;
+    let mut found: Vec<Candidate> = Vec::new();
+    while let Some(sql_row) = rows.next().map_err(db)? {
+        let namespace: String = sql_row.get(0).map_err(db)?;
+        let key: String = sql_row.get(1).map_err(db)?;
+        let vector: Option<i64> = sql_row.get(7).map_err(db)?;
+        let distance: Option<f64> = sql_row.get(8).map_err(db)?;
+        let same_item = found
+            .last()
+            .is_some_and(|last| last.row.namespace == namespace && last.row.key == key);
+        if !same_item {
+            found.push(Candidate {
+                row: read_row(sql_row).map_err(db)?,
+                best: None,
+                in_sql: true,
+            });
+        }
+        let Some(candidate) = found.last_mut() else {
+            continue;
+        };
+        if vector.is_none() {
+            // The item has no vectors (the join found none).
+            continue;
+        }
+        match distance {
+            Some(distance) if distance.is_finite() => {
+                let similarity = 1.0 - distance;
+                candidate.best = Some(candidate.best.map_or(similarity, |b| b.max(similarity)));
+            }
+            _ => candidate.in_sql = false,
+        }
+    }
+    Ok(found
+        .into_iter()
+        .map(|candidate| {
+            let scored = if candidate.in_sql {
+                Scored::InSql(candidate.best)
+            } else {
+                Scored::InRust
+            };
+            (candidate.row, scored)
+        })
+        .collect())
 }
 
 /// Deletes up to [`SWEEP_BATCH`] items expired at `now` (nanoseconds) with
