@@ -226,6 +226,18 @@ fn ci(root: &Path) -> Result<()> {
         "--no-tests=fail",
     ]);
     step(nextest)?;
+    // `--all-features` turns on the SQLite store's `sqlite-vec` feature
+    // (scores computed by SQLite), so the SQLite crate runs once more
+    // without it: scoring in Rust is its default and must stay exact.
+    let mut sqlite_default = cargo();
+    sqlite_default.args([
+        "nextest",
+        "run",
+        "-p",
+        "stategraph-checkpoint-sqlite",
+        "--no-tests=fail",
+    ]);
+    step(sqlite_default)?;
     // The examples check their own output: the persistence one runs the
     // same graph on SQLite, then on this cluster; the guides' examples
     // (docs/guides) pause, resume and branch threads on SQLite; the memory
