@@ -47,7 +47,12 @@ pub(crate) fn workloads() -> Vec<Workload> {
             setup: search_filter_1000::<Sqlite>,
         },
         Workload {
-            name: "store_sqlite_semantic_search_10k",
+            // With the `sqlite-vec` feature SQLite computes the scores.
+            name: if cfg!(feature = "sqlite-vec") {
+                "store_sqlite_semantic_search_10k_vec"
+            } else {
+                "store_sqlite_semantic_search_10k"
+            },
             setup: semantic_search_10k::<Sqlite>,
         },
         Workload {
