@@ -113,6 +113,8 @@ pub(super) struct Persist {
     // Thread and namespace; `checkpoint_id` is the parent of the next put
     // (the checkpoint loaded at the start, then the last one submitted).
     target: CheckpointConfig,
+    // The target's namespace, shared by the ids of every task of the run.
+    namespace: Arc<str>,
     // Channel versions in the last saved (or loaded) checkpoint.
     saved_versions: Vec<Option<ChannelVersion>>,
     // The put in flight (async durability), chained after the previous ones.
@@ -154,6 +156,7 @@ impl Persist {
         Self {
             saver,
             durability,
+            namespace: Arc::from(target.checkpoint_ns.as_str()),
             target,
             saved_versions: Vec::new(),
             pending: None,
@@ -386,8 +389,7 @@ impl Loop {
     /// scratchpad for its interrupts.
     pub(super) fn identify(&self, tasks: &mut [Task]) {
         if let Some(persist) = self.persist.as_ref() {
-            let namespace = &persist.target.checkpoint_ns;
-            self.identify_from(persist.current.as_ref(), namespace, tasks);
+            self.identify_from(persist.current.as_ref(), &persist.namespace, tasks);
         }
     }
 
@@ -396,12 +398,11 @@ impl Loop {
     fn identify_from(
         &self,
         checkpoint: Option<&CheckpointId>,
-        namespace: &str,
+        run_namespace: &Arc<str>,
         tasks: &mut [Task],
     ) {
         let graph = &self.graph;
         let bytes = checkpoint.map_or([0; 16], checkpoint_bytes);
-        let run_namespace: Arc<str> = Arc::from(namespace);
         for task in tasks.iter_mut() {
             let inputs = TaskIdInputs {
                 checkpoint: bytes,
@@ -1129,7 +1130,7 @@ fn snapshot(
     let mut tasks = state.prepare_tasks(&[])?;
     state.identify_from(
         Some(&tuple.checkpoint.id),
-        &tuple.config.checkpoint_ns,
+        &Arc::from(tuple.config.checkpoint_ns.as_str()),
         &mut tasks,
     );
     tasks.sort_by_key(|task| planned_order(graph, task));
