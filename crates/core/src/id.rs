@@ -68,7 +68,12 @@ impl CheckpointId {
         };
         *last = id;
         drop(last);
-        Self(Arc::from(hyphenated(id).as_str()))
+        let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+        Self(Arc::from(
+            &*uuid::Uuid::from_u128(id)
+                .hyphenated()
+                .encode_lower(&mut text),
+        ))
     }
 
     /// The id as text.
@@ -79,62 +84,10 @@ impl CheckpointId {
     /// The 16 bytes of the id when it is a UUID (every generated id is;
     /// LangGraph hashes them into task ids), `None` for other text.
     pub fn uuid_bytes(&self) -> Option<[u8; 16]> {
-        parse_hyphenated(self.0.as_bytes())
-            .map(u128::to_be_bytes)
-            .or_else(|| {
-                // The other spellings of a UUID (simple, braced, urn).
-                uuid::Uuid::try_parse(&self.0)
-                    .ok()
-                    .map(|id| id.into_bytes())
-            })
+        uuid::Uuid::try_parse(&self.0)
+            .ok()
+            .map(|id| id.into_bytes())
     }
-}
-
-/// The canonical text of a UUID: 8-4-4-4-12 lowercase hex digits.
-struct Hyphenated([u8; 36]);
-
-impl Hyphenated {
-    fn as_str(&self) -> &str {
-        // Only ASCII hex digits and hyphens are ever written.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
-}
-
-/// Where the hyphens of a canonical UUID text are.
-const HYPHENS: [usize; 4] = [8, 13, 18, 23];
-
-fn hyphenated(id: u128) -> Hyphenated {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = [b'-'; 36];
-    let mut shift = 128;
-    for (at, slot) in text.iter_mut().enumerate() {
-        if HYPHENS.contains(&at) {
-            continue;
-        }
-        shift -= 4;
-        *slot = DIGITS[((id >> shift) & 0xF) as usize];
-    }
-    Hyphenated(text)
-}
-
-/// The value of a UUID in its 36-character hyphenated form (either case);
-/// `None` for any other text.
-fn parse_hyphenated(text: &[u8]) -> Option<u128> {
-    if text.len() != 36 {
-        return None;
-    }
-    let mut value = 0u128;
-    for (at, &byte) in text.iter().enumerate() {
-        if HYPHENS.contains(&at) {
-            if byte != b'-' {
-                return None;
-            }
-            continue;
-        }
-        let digit = (byte as char).to_digit(16)?;
-        value = (value << 4) | u128::from(digit);
-    }
-    Some(value)
 }
 
 impl fmt::Display for CheckpointId {
