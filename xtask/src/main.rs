@@ -110,8 +110,10 @@ fn run(args: &[String]) -> Result<()> {
                 "-p",
                 "stategraph-graph",
                 "--test",
-                "crash",
+                SOAK_TARGET,
                 "--",
+                SOAK_TEST,
+                "--exact",
                 "--nocapture",
             ])
             .env(postgres::URL_VAR, cluster.url())
@@ -127,6 +129,11 @@ fn run(args: &[String]) -> Result<()> {
         Some(other) => bail!("unknown command {other:?}\n\n{USAGE}"),
     }
 }
+
+/// The test binary of stategraph-graph that holds the crash test, and the
+/// test's libtest name: `cargo xtask soak` runs it with more kills.
+const SOAK_TARGET: &str = "suite";
+const SOAK_TEST: &str = "crash::every_kill_loses_nothing_acknowledged";
 
 fn workspace_root() -> PathBuf {
     // xtask lives in <root>/xtask.
@@ -320,4 +327,29 @@ fn facade_feature_sets() -> Result<Vec<Vec<String>>> {
     }
     sets.push(vec!["--all-features".to_owned()]);
     Ok(sets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `soak` names a test binary and a test by hand; moving the crash
+    /// test must not leave the command pointing at nothing.
+    #[test]
+    fn soak_names_the_crash_test() {
+        let suite = workspace_root()
+            .join("crates/graph/tests")
+            .join(SOAK_TARGET);
+        let main = std::fs::read_to_string(suite.join("main.rs")).unwrap();
+        let (module, test) = SOAK_TEST.split_once("::").unwrap();
+        assert!(
+            main.contains(&format!("mod {module};")),
+            "{module} is not in {SOAK_TARGET}"
+        );
+        let source = std::fs::read_to_string(suite.join(format!("{module}.rs"))).unwrap();
+        assert!(
+            source.contains(&format!("async fn {test}()")),
+            "{test} is not in {module}.rs"
+        );
+    }
 }
