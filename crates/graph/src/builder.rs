@@ -588,16 +588,20 @@ impl StateGraph {
 
     /// Adds a conditional edge: after `source` runs, `router` reads the state
     /// (with `source`'s own writes applied) and returns destinations, mapped
-    /// through `path_map` when given.
+    /// through `path_map` when given. Without one, a result type that lists
+    /// its destinations ([`IntoRoutes::destinations`](crate::IntoRoutes::destinations),
+    /// LangGraph's `Literal` return hint) serves as the path map.
     ///
     /// # Errors
     /// `END` as source.
-    pub fn add_conditional_edges<M>(
+    pub fn add_conditional_edges<M, R: IntoRouter<M>>(
         &mut self,
         source: &str,
-        router: impl IntoRouter<M>,
+        router: R,
         path_map: Option<PathMap>,
     ) -> Result<&mut Self, GraphError> {
+        // A result type that knows its destinations is a path map of them.
+        let path_map = path_map.or_else(|| R::destinations().map(PathMap::from));
         self.add_named_branch(source, None, router.into_router(), path_map)
     }
 
@@ -769,6 +773,17 @@ impl<const N: usize> From<[(&str, &str); N]> for PathMap {
 
 impl<const N: usize> From<[&str; N]> for PathMap {
     fn from(names: [&str; N]) -> Self {
+        Self(
+            names
+                .iter()
+                .map(|n| ((*n).to_owned(), (*n).to_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl From<&[&str]> for PathMap {
+    fn from(names: &[&str]) -> Self {
         Self(
             names
                 .iter()

@@ -167,6 +167,19 @@ pub enum Route {
 pub trait IntoRoutes {
     /// The destinations.
     fn into_routes(self) -> Vec<Route>;
+
+    /// Every destination a value of this type can name, when the type knows
+    /// them: LangGraph reads them from a router's `Literal[...]` return
+    /// hint. A branch added without a path map then maps each to itself:
+    /// it is drawn with an edge to each, `compile` checks they are nodes,
+    /// and a router result outside them is an error. `None` (the default):
+    /// any node name.
+    fn destinations() -> Option<&'static [&'static str]>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 impl IntoRoutes for &str {
@@ -219,6 +232,15 @@ pub type RouterFn = Arc<dyn Fn(Value) -> Result<Vec<Route>, NodeError> + std::ma
 pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the router.
     fn into_router(self) -> RouterFn;
+
+    /// The destinations its results can name, when their type knows them
+    /// ([`IntoRoutes::destinations`]).
+    fn destinations() -> Option<&'static [&'static str]>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// Marker for routers taking their input by reference.
@@ -235,6 +257,10 @@ where
     fn into_router(self) -> RouterFn {
         Arc::new(move |input| Ok(self(&I::from_input(input)?).into_routes()))
     }
+
+    fn destinations() -> Option<&'static [&'static str]> {
+        R::destinations()
+    }
 }
 
 impl<F, I, R> IntoRouter<(ByValue, I, R)> for F
@@ -245,6 +271,10 @@ where
 {
     fn into_router(self) -> RouterFn {
         Arc::new(move |input| Ok(self(I::from_input(input)?).into_routes()))
+    }
+
+    fn destinations() -> Option<&'static [&'static str]> {
+        R::destinations()
     }
 }
 

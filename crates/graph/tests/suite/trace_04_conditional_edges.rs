@@ -5,11 +5,9 @@
 //! without a path map (the write is dropped, not an error), and a conditional
 //! entry point from `START`.
 //!
-//! Not ported yet:
-//! - `plain.mermaid` — Python draws the router's edges from its return type
-//!   hint (`Literal["small", "big"]`); a Rust router has no such hint, and a
-//!   branch without a path map draws no edges. (With a path map the drawing is
-//!   `list.mermaid`, which is ported.)
+//! `route_plain`'s Python return hint `Literal["small", "big"]` is the
+//! [`IntoRoutes::destinations`] of its Rust result type, `Size`: the `plain`
+//! branch draws and routes as the `list` one.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -21,7 +19,8 @@ use std::time::Duration;
 use serde_json::{Value as Json, json};
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
-    CompiledStateGraph, END, NodeError, PathMap, START, Schema, StateGraph, StreamMode,
+    CompiledStateGraph, END, GraphError, IntoRoutes, NodeError, PathMap, Route, START, Schema,
+    StateGraph, StreamMode,
 };
 use support::{assert_steps_eq, assert_trace, catch_invoke, fixture, invoke, stream_ok};
 
@@ -53,8 +52,29 @@ fn n(s: &Json) -> i64 {
     s["n"].as_i64().unwrap()
 }
 
-fn route_plain(s: &Json) -> &'static str {
-    if n(s) < 3 { "small" } else { "big" }
+/// The result of `route_plain`, Python's `Literal["small", "big"]`.
+#[derive(Clone, Copy)]
+enum Size {
+    Small,
+    Big,
+}
+
+impl IntoRoutes for Size {
+    fn into_routes(self) -> Vec<Route> {
+        let name = match self {
+            Self::Small => "small",
+            Self::Big => "big",
+        };
+        vec![Route::To(name.to_owned())]
+    }
+
+    fn destinations() -> Option<&'static [&'static str]> {
+        Some(&["small", "big"])
+    }
+}
+
+fn route_plain(s: &Json) -> Size {
+    if n(s) < 3 { Size::Small } else { Size::Big }
 }
 
 fn route_key(s: &Json) -> &'static str {
@@ -203,6 +223,41 @@ async fn trace_04_from_start() {
         "n5": invoke(&app, json!({"n": 5, "path": []}), &config).await,
     });
     assert_trace(&out, &expected("from_start"));
+}
+
+#[test]
+fn trace_04_plain_mermaid() {
+    check_mermaid("plain");
+}
+
+/// A destination the result type names must be a node, as LangGraph checks
+/// a `Literal` hint's values when it compiles.
+#[test]
+fn declared_destinations_must_be_nodes() {
+    #[derive(Clone, Copy)]
+    struct Huge;
+    impl IntoRoutes for Huge {
+        fn into_routes(self) -> Vec<Route> {
+            vec![Route::To("huge".to_owned())]
+        }
+        fn destinations() -> Option<&'static [&'static str]> {
+            Some(&["small", "huge"])
+        }
+    }
+    let mut g = StateGraph::new(schema());
+    add_step(&mut g, "start");
+    add_step(&mut g, "small");
+    g.add_edge(START, "start").unwrap();
+    g.add_conditional_edges("start", |_: &Json| Huge, None)
+        .unwrap();
+    match g.compile() {
+        Err(err @ GraphError::UnknownBranchTarget { .. }) => assert_eq!(
+            err.to_string(),
+            "At 'start' node, 'condition_0' branch found unknown target 'huge'"
+        ),
+        Err(other) => panic!("expected an unknown branch target, got {other}"),
+        Ok(_) => panic!("a destination that is not a node compiled"),
+    }
 }
 
 #[test]
