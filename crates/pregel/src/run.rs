@@ -399,6 +399,11 @@ impl Task {
         }
     }
 
+    /// Whether this is the pseudo-task of a run's input writes.
+    fn is_input(&self) -> bool {
+        self.node == usize::MAX && self.path == TaskPath::Push(usize::MAX)
+    }
+
     /// The pseudo-task that carries a run's input writes.
     fn input(writes: Vec<(ChannelId, Value)>) -> Self {
         Self {
@@ -499,6 +504,9 @@ struct Loop {
     before: Breakpoints,
     after: Breakpoints,
     interrupt_seen: Vec<Option<ChannelVersion>>,
+    // Whether input writes were ever applied on the thread (LangGraph then
+    // keeps `versions_seen["__input__"] = {}` in every checkpoint).
+    input_seen: bool,
     // The shown values of the latest `values` chunk a `latest_only` sink
     // has not been sent yet.
     held_values: std::cell::RefCell<Option<Vec<Option<Value>>>>,
@@ -581,6 +589,7 @@ impl Loop {
             before: Breakpoints::default(),
             after: Breakpoints::default(),
             interrupt_seen: vec![None; count],
+            input_seen: false,
             held_values: std::cell::RefCell::new(None),
             graph,
         }
@@ -1607,6 +1616,7 @@ impl Loop {
     fn apply(&mut self, tasks: &mut [Task], from_tasks: bool) -> Result<Vec<ChannelId>> {
         tasks.sort_by(|a, b| a.path.cmp(&b.path));
         let graph = self.graph.clone();
+        self.input_seen |= tasks.iter().any(Task::is_input);
         // Only the input pseudo-task has no triggers.
         let bump_step = from_tasks;
         let next = self.next_version();

@@ -21,6 +21,9 @@ pub mod names {
     /// The pending-write channel of a task's interrupts, and the key of
     /// interrupts in `updates` and `values` chunks.
     pub const INTERRUPT: &str = "__interrupt__";
+    /// The input pseudo-task: the node name its writes are applied as
+    /// (LangGraph's `INPUT`).
+    pub const INPUT: &str = "__input__";
     /// The pending-write channel of the answers a task consumed.
     pub const RESUME: &str = "__resume__";
     /// The pending-write channel of the answers a task's interrupt scopes

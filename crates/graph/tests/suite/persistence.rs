@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::StreamExt;
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::{CheckpointSaver, CheckpointSource, InMemorySaver, ListQuery};
 use stategraph_checkpoint_sqlite::SqliteSaver;
@@ -325,4 +326,61 @@ async fn no_input_on_an_empty_thread_is_an_error() {
         .await
         .unwrap_err();
     assert_eq!(err.class(), "EmptyInputError");
+}
+
+/// The keys of `versions_seen` in each checkpoint of a thread, oldest first.
+async fn seen_keys(saver: &InMemorySaver, thread: &str) -> Vec<Vec<String>> {
+    let mut keys: Vec<Vec<String>> = saver
+        .list(ListQuery::thread(thread))
+        .map(|tuple| {
+            tuple
+                .unwrap()
+                .checkpoint
+                .versions_seen
+                .keys()
+                .cloned()
+                .collect()
+        })
+        .collect()
+        .await;
+    keys.reverse();
+    keys
+}
+
+/// As LangGraph 1.2.22 (run here): applying input writes, from a value or a
+/// `Command`, records `versions_seen["__input__"] = {}`, which every later
+/// checkpoint of the thread keeps; a thread made by `update_state` alone,
+/// even when run after with no input, has none.
+#[tokio::test]
+async fn input_writes_are_recorded_in_versions_seen() {
+    let saver = InMemorySaver::new();
+    let app = ok_app(saver.clone());
+    let input = "__input__".to_owned();
+
+    let cfg = RunnableConfig::thread("value");
+    app.invoke(json!({"log": []}), &cfg).await.unwrap();
+    let seen = seen_keys(&saver, "value").await;
+    assert_eq!(seen.len(), 4, "input, a, b, and the end: {seen:?}");
+    assert!(seen.iter().all(|keys| keys.contains(&input)), "{seen:?}");
+
+    let cfg = RunnableConfig::thread("command");
+    let command = stategraph_pregel::Command::new()
+        .update("log", stategraph_core::Value::from_json(json!(["x"])))
+        .goto("b");
+    app.invoke(command, &cfg).await.unwrap();
+    let seen = seen_keys(&saver, "command").await;
+    assert!(seen.iter().all(|keys| keys.contains(&input)), "{seen:?}");
+
+    let cfg = RunnableConfig::thread("update");
+    app.update_state(
+        &cfg,
+        Some(stategraph_core::Value::from_json(json!({"log": ["u"]}))),
+        Some("a"),
+    )
+    .await
+    .unwrap();
+    app.invoke(Input::Resume, &cfg).await.unwrap();
+    let seen = seen_keys(&saver, "update").await;
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|keys| !keys.contains(&input)), "{seen:?}");
 }

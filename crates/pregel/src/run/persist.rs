@@ -359,6 +359,10 @@ impl Loop {
             }
         }
         for (node_name, seen) in &checkpoint.versions_seen {
+            if node_name == names::INPUT {
+                self.input_seen = true;
+                continue;
+            }
             if node_name == names::INTERRUPT {
                 for (channel, version) in seen {
                     if let Some(channel) = graph.shape.channel_id(channel) {
@@ -746,6 +750,11 @@ impl Loop {
             checkpoint
                 .versions_seen
                 .insert(graph.shape.node_name(node).to_string(), seen);
+        }
+        if self.input_seen {
+            checkpoint
+                .versions_seen
+                .insert(names::INPUT.to_owned(), ChannelVersions::default());
         }
         let breakpoints_seen: ChannelVersions = self
             .interrupt_seen

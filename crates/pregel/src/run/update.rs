@@ -122,7 +122,7 @@ impl Loop {
         let mut tasks = Vec::with_capacity(updates.len());
         for (index, update) in updates.into_iter().enumerate() {
             let node = match update.as_node.as_deref() {
-                Some(special @ (names::END | "__input__" | "__copy__")) => {
+                Some(special @ (names::END | names::INPUT | "__copy__")) => {
                     return Err(PregelError::Unsupported(format!(
                         "update_state with as_node={special:?}"
                     )));
