@@ -1531,41 +1531,35 @@ impl Loop {
 
     /// Sends the values a `latest_only` sink holds as its chunk.
     fn send_held_values(&self) {
-        let Some(mut held) = self.held_values.take() else {
+        let Some(held) = self.held_values.take() else {
             return;
         };
         let sink = &self.run.sink;
-        let value = match &sink.shown {
-            IoChannels::One(_) => held.pop().flatten().unwrap_or_else(Value::null),
-            IoChannels::Many(channels) => Value::new(StateValues::new(
-                channels
-                    .iter()
-                    .zip(held.drain(..))
-                    .filter_map(|(c, value)| Some((self.graph.shape.channel_name_arc(*c), value?)))
-                    .collect(),
-            )),
-        };
-        sink.push(StreamMode::Values, value);
+        sink.push(StreamMode::Values, self.values_from(&sink.shown, held));
     }
 
     /// The values of these channels: the value itself for one channel, a
     /// map of the available ones for several.
     fn values_of(&self, shown: &IoChannels) -> Value {
+        let values = shown.ids().iter().map(|c| self.channels.get(*c).get());
+        self.values_from(shown, values)
+    }
+
+    /// [`Loop::values_of`] from `values`, one per shown channel in order
+    /// (`None` where a channel is empty).
+    fn values_from(
+        &self,
+        shown: &IoChannels,
+        values: impl IntoIterator<Item = Option<Value>>,
+    ) -> Value {
+        let mut values = values.into_iter();
         match shown {
-            IoChannels::One(channel) => self
-                .channels
-                .get(*channel)
-                .get()
-                .unwrap_or_else(Value::null),
+            IoChannels::One(_) => values.next().flatten().unwrap_or_else(Value::null),
             IoChannels::Many(channels) => Value::new(StateValues::new(
                 channels
                     .iter()
-                    .filter_map(|c| {
-                        Some((
-                            self.graph.shape.channel_name_arc(*c),
-                            self.channels.get(*c).get()?,
-                        ))
-                    })
+                    .zip(values)
+                    .filter_map(|(c, value)| Some((self.graph.shape.channel_name_arc(*c), value?)))
                     .collect(),
             )),
         }
@@ -1789,19 +1783,24 @@ impl FreshReader for Loop {
         channel: ChannelId,
         writes: &[(ChannelId, Value)],
     ) -> Result<Option<Value>> {
-        let mut own = writes.iter().filter(|(c, _)| *c == channel);
-        let Some((_, first)) = own.next() else {
+        let mut own = writes
+            .iter()
+            .filter(|(c, _)| *c == channel)
+            .map(|(_, v)| v.clone());
+        let Some(first) = own.next() else {
             return Ok(self.channels.get(channel).get());
         };
-        let rest: Vec<Value> = own.map(|(_, v)| v.clone()).collect();
-        let count = rest.len() + 1;
         let mut copy = self.channels.get(channel).boxed_clone();
-        let changed = if rest.is_empty() {
-            copy.update_one(first.clone())
-        } else {
-            copy.update(std::iter::once(first.clone()).chain(rest).collect())
-        }
-        .map_err(|err| err.at_key(self.name(channel)))?;
+        // A single write (the usual case) needs no list.
+        let (changed, count) = match own.next() {
+            None => (copy.update_one(first), 1),
+            Some(second) => {
+                let all: Vec<Value> = [first, second].into_iter().chain(own).collect();
+                let count = all.len();
+                (copy.update(all), count)
+            }
+        };
+        let changed = changed.map_err(|err| err.at_key(self.name(channel)))?;
         let value = copy.get();
         let mut fresh = self.fresh_reads.borrow_mut();
         fresh.retain(|f| f.channel != channel);
