@@ -773,15 +773,11 @@ impl<const N: usize> From<[(&str, &str); N]> for PathMap {
 
 impl<const N: usize> From<[&str; N]> for PathMap {
     fn from(names: [&str; N]) -> Self {
-        Self(
-            names
-                .iter()
-                .map(|n| ((*n).to_owned(), (*n).to_owned()))
-                .collect(),
-        )
+        Self::from(names.as_slice())
     }
 }
 
+/// Each name mapped to itself (LangGraph's list path map).
 impl From<&[&str]> for PathMap {
     fn from(names: &[&str]) -> Self {
         Self(
@@ -795,11 +791,6 @@ impl From<&[&str]> for PathMap {
 
 impl From<Vec<&str>> for PathMap {
     fn from(names: Vec<&str>) -> Self {
-        Self(
-            names
-                .iter()
-                .map(|n| ((*n).to_owned(), (*n).to_owned()))
-                .collect(),
-        )
+        Self::from(names.as_slice())
     }
 }
