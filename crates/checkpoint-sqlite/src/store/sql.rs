@@ -22,7 +22,11 @@ use stategraph_store::sql::{
 /// How many expired items [`sweep_some`] deletes per transaction.
 pub(crate) const SWEEP_BATCH: usize = 500;
 
-const ITEM_COLUMNS: &str = "namespace, key, value, created_at, updated_at, ttl_minutes, expires_at";
+/// The columns `read_row` reads, in its order; qualified, so a join with
+/// `store_vectors` can select them too.
+const ITEM_COLUMNS: &str = "store_items.namespace, store_items.key, store_items.value, \
+     store_items.created_at, store_items.updated_at, store_items.ttl_minutes, \
+     store_items.expires_at";
 
 const SELECT_ITEM: &str = "SELECT namespace, key, value, created_at, updated_at, ttl_minutes, \
      expires_at FROM store_items WHERE namespace = ?1 AND key = ?2";
@@ -351,8 +355,7 @@ fn scored_in_sql(
     params.extend([&bytes as &dyn ToSql, &blob]);
     // Ordered by the primary key, so the rows of one item are adjacent.
     let sql = format!(
-        "SELECT store_items.namespace, store_items.key, value, created_at, updated_at, \
-             ttl_minutes, expires_at, store_vectors.idx, \
+        "SELECT {ITEM_COLUMNS}, store_vectors.idx, \
              CASE WHEN length(store_vectors.embedding) = ?{n} \
                  THEN vec_distance_cosine(store_vectors.embedding, ?{m}) END \
          FROM store_items LEFT JOIN store_vectors \
