@@ -42,6 +42,19 @@ pub fn random_u64() -> u64 {
     })
 }
 
+/// A random (version 4) UUID, as its 36-character hyphenated text: the id
+/// `add_messages` and the prebuilt nodes give a message that has none.
+///
+/// Its 122 random bits come from [`random_u64`], so making one costs no
+/// system call; like that source, it is for ids, not for secrets.
+pub fn random_uuid() -> String {
+    let bytes = (u128::from(random_u64()) << 64 | u128::from(random_u64())).to_be_bytes();
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
 impl CheckpointId {
     /// Generates a fresh id, greater than every id this process generated before.
     #[allow(clippy::new_without_default)]
@@ -123,6 +136,18 @@ impl std::borrow::Borrow<str> for CheckpointId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_uuids_are_distinct_version_4_uuids() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| random_uuid()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in ids.iter().take(100) {
+            let parsed = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(parsed.get_version_num(), 4, "{id}");
+            assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert_eq!(parsed.hyphenated().to_string(), *id);
+        }
+    }
 
     #[test]
     fn ids_strictly_increase_in_string_order() {

@@ -218,7 +218,7 @@ fn plan(current: &[Message], update: &[Message]) -> (Vec<Action>, HashSet<String
 
 fn assign_ids(messages: &mut [Message]) {
     for message in messages.iter_mut().filter(|m| m.id().is_none()) {
-        message.set_id(uuid::Uuid::new_v4().to_string());
+        message.set_id(stategraph_core::random_uuid());
     }
 }
 

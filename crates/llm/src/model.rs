@@ -538,7 +538,7 @@ fn with_id(mut message: AiMessage) -> AiMessage {
 }
 
 fn run_id() -> String {
-    format!("run-{}", uuid::Uuid::new_v4())
+    format!("run-{}", stategraph_core::random_uuid())
 }
 
 /// Gives every chunk of one answer the same id (the first chunk's own, or

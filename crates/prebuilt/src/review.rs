@@ -228,6 +228,6 @@ impl ToolReview {
 fn tool_message(call: &ToolCall, text: String) -> Message {
     let mut message = ToolMessage::new(text, call.id.clone().unwrap_or_default());
     message.name = Some(call.name.clone());
-    message.id = Some(uuid::Uuid::new_v4().to_string());
+    message.id = Some(stategraph_core::random_uuid());
     message.into()
 }

@@ -277,7 +277,7 @@ impl ToolNode {
     /// one).
     fn update(&self, mut answers: Vec<Message>) -> NodeOutput {
         for answer in answers.iter_mut().filter(|m| m.id().is_none()) {
-            answer.set_id(uuid::Uuid::new_v4().to_string());
+            answer.set_id(stategraph_core::random_uuid());
         }
         let update = StateValues::single(&self.messages_key, Value::new(answers));
         NodeOutput::Value(Value::new(update))

@@ -450,7 +450,7 @@ impl ValidationNode {
                 let mut answer = Message::from(self.validate_call(call)?);
                 // The id `add_messages` would give it, given before the
                 // update is shared with the stream (as `ToolNode` does).
-                answer.set_id(uuid::Uuid::new_v4().to_string());
+                answer.set_id(stategraph_core::random_uuid());
                 Ok(answer)
             })
             .collect::<Result<Vec<_>, NodeError>>()?;

@@ -222,7 +222,7 @@ impl Loop {
         let metadata = messages.node_metadata();
         for mut message in found {
             if message.id().is_none() {
-                message.set_id(uuid::Uuid::new_v4().to_string());
+                message.set_id(stategraph_core::random_uuid());
             }
             messages.send(&StreamedMessage::Message(message), &metadata, true);
         }
