@@ -194,6 +194,9 @@ impl StateGraph {
                 None => key_ids.clone(),
             };
             let managed = self.managed_keys(input_keys);
+            // Branches run after the state writer, and write only control
+            // channels: the state keys they read are never written after.
+            node_mut(&mut builder, source)?.declare_fresh_reads(reads.iter().map(|(_, c)| *c));
             for (_, branch) in branches {
                 let writer = branch_writer(
                     branch.clone(),

@@ -282,6 +282,9 @@ pub struct PregelNode {
     pub(crate) error_handler: Option<Arc<str>>,
     // Whether the node runs a subgraph (shown in checkpoint events).
     pub(crate) subgraph: bool,
+    // Channels the node's writers read fresh after their last write to
+    // them (see `declare_fresh_reads`).
+    pub(crate) fresh_reads: Vec<ChannelId>,
 }
 
 impl fmt::Debug for PregelNode {
@@ -316,6 +319,27 @@ impl PregelNode {
             timeout: None,
             error_handler: None,
             subgraph: false,
+            fresh_reads: Vec::new(),
+        }
+    }
+
+    /// Declares channels the node's writers read with
+    /// [`WriteContext::read_fresh`], promising that no writer writes one of
+    /// them after a writer read it fresh (a graph's conditional edges run
+    /// after its state writes, for example).
+    ///
+    /// In a step where the node's task is the only task, a run without a
+    /// checkpointer then applies the task's writes to such a channel in
+    /// place when a conditional edge reads it, instead of applying them to
+    /// a copy: the step commits that value, so the channel's value is not
+    /// copied and the old one is not dropped. Breaking the promise makes
+    /// the run fail with [`PregelError::InvalidGraph`]; no write is ever
+    /// applied twice.
+    pub fn declare_fresh_reads(&mut self, channels: impl IntoIterator<Item = ChannelId>) {
+        for channel in channels {
+            if !self.fresh_reads.contains(&channel) {
+                self.fresh_reads.push(channel);
+            }
         }
     }
 

@@ -450,7 +450,9 @@ struct FreshCopy {
     // How many of the task's writes went to the channel when it was read.
     writes: usize,
     changed: bool,
-    copy: Box<dyn stategraph_channels::Channel>,
+    // The channel with the writes applied; `None` once a lent channel has
+    // them applied in place (`Loop::lend_fresh_reads`).
+    copy: Option<Box<dyn stategraph_channels::Channel>>,
 }
 
 /// One run's mutable state.
@@ -476,7 +478,7 @@ struct Loop {
     // Per channel: the epoch of its last change (value or availability).
     modified: Vec<u64>,
     // Per read set: the input built for it and the epoch it was built at.
-    input_cache: Vec<Option<(u64, Value)>>,
+    input_cache: std::cell::RefCell<Vec<Option<(u64, Value)>>>,
     // Buffers reused from step to step.
     task_buf: Vec<Task>,
     candidate_buf: Vec<NodeId>,
@@ -486,6 +488,10 @@ struct Loop {
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
     // The fresh reads of the task whose writers are running.
     fresh_reads: std::cell::RefCell<Vec<FreshCopy>>,
+    // The channels lent to the writers of a step's only task, which apply
+    // its writes to them in place (`Loop::lend_fresh_reads`).
+    lent: std::cell::RefCell<Vec<FreshCopy>>,
+    lent_owner: NodeId,
     // Emptied fresh-read lists of finished tasks, and the step's list of
     // fresh copies to reuse, kept for the next steps.
     fresh_pool: std::cell::RefCell<Vec<Vec<FreshCopy>>>,
@@ -573,13 +579,15 @@ impl Loop {
             limit,
             run: Arc::new(run),
             modified: vec![0; count],
-            input_cache: vec![None; graph.read_sets.len()],
+            input_cache: std::cell::RefCell::new(vec![None; graph.read_sets.len()]),
             task_buf: Vec::new(),
             candidate_buf: Vec::new(),
             write_buf: Vec::new(),
             updated_buf: Vec::new(),
             write_pool: std::cell::RefCell::new(Vec::new()),
             fresh_reads: std::cell::RefCell::new(Vec::new()),
+            lent: std::cell::RefCell::new(Vec::new()),
+            lent_owner: 0,
             fresh_pool: std::cell::RefCell::new(Vec::new()),
             fresh_buf: Vec::new(),
             persist: None,
@@ -966,7 +974,7 @@ impl Loop {
     /// Drops cached inputs that read a channel the tasks write.
     fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
         let graph = self.graph.clone();
-        for (set, entry) in self.input_cache.iter_mut().enumerate() {
+        for (set, entry) in self.input_cache.get_mut().iter_mut().enumerate() {
             if entry.is_some()
                 && tasks.iter().any(|task| {
                     task.writes
@@ -982,7 +990,7 @@ impl Loop {
     /// The state map a node reads, shared with every node of the same read
     /// set until one of its channels changes.
     fn read_map(&mut self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
-        if let Some((built, value)) = &self.input_cache[set]
+        if let Some((built, value)) = &self.input_cache.get_mut()[set]
             && keys.iter().all(|(_, c)| self.modified[*c] <= *built)
         {
             return value.clone();
@@ -994,7 +1002,7 @@ impl Loop {
             }),
         );
         let value = Value::new(StateValues::new(pairs));
-        self.input_cache[set] = Some((self.epoch, value.clone()));
+        self.input_cache.get_mut()[set] = Some((self.epoch, value.clone()));
         value
     }
 
@@ -1122,7 +1130,12 @@ impl Loop {
             if let Some(handler) = handled_by {
                 task.node = handler;
             }
-            return self.commit(task, result, saves);
+            let lent = result.is_ok() && self.lend_fresh_reads(task);
+            let committed = self.commit(task, result, saves);
+            if lent {
+                self.return_lent(task);
+            }
+            return committed;
         }
         let mut interrupted = false;
         let mut running = FuturesUnordered::new();
@@ -1156,6 +1169,55 @@ impl Loop {
             interrupted |= self.commit(task, result, saves)?;
         }
         Ok(interrupted)
+    }
+
+    /// Lends the channels a step's only task reads fresh after writing them
+    /// (`PregelNode::declare_fresh_reads`) to its writers, which then apply
+    /// the task's writes to them in place (`read_fresh`) and the step
+    /// commits them as they are: the value is not copied, and the old one
+    /// is not dropped. Only in runs without a checkpointer, where a failed
+    /// step ends the run with nothing reading its channels again. Returns
+    /// whether channels were lent.
+    fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
+        let graph = self.graph.clone();
+        let node = &graph.nodes[task.node];
+        let cache_reads_input = node.cache.is_some() && graph.cache.is_some();
+        if self.persist.is_some() || node.fresh_reads.is_empty() || cache_reads_input {
+            return false;
+        }
+        // The node is done with its input: once it lets go of the values,
+        // a write can change them in place.
+        task.input = Value::null();
+        self.lent_owner = task.node;
+        let lent = self.lent.get_mut();
+        for &channel in &node.fresh_reads {
+            // A trigger is consumed before the step's writes are applied.
+            if !node.triggers.contains(&channel) {
+                lent.push(FreshCopy {
+                    channel,
+                    writes: 0,
+                    changed: false,
+                    copy: Some(self.channels.take(channel)),
+                });
+            }
+        }
+        true
+    }
+
+    /// Puts lent channels back; those the writers changed in place go to
+    /// the task's fresh reads, so the step does not apply those writes again.
+    fn return_lent(&mut self, task: &mut Task) {
+        for mut lent in self.lent.get_mut().drain(..) {
+            if let Some(channel) = lent.copy.take() {
+                self.channels.set(lent.channel, channel);
+            }
+            if lent.writes > 0 {
+                if task.fresh.capacity() == 0 {
+                    task.fresh = self.fresh_pool.get_mut().pop().unwrap_or_default();
+                }
+                task.fresh.push(lent);
+            }
+        }
     }
 
     /// Takes a finished task's result: its writes (streamed, and saved with
@@ -1660,6 +1722,11 @@ impl Loop {
                     .count();
                 if count == copy.writes {
                     fresh.push(copy);
+                } else if copy.copy.is_none() {
+                    return Err(wrote_after_fresh_read(
+                        self.graph.shape.node_name(task.node),
+                        self.name(copy.channel),
+                    ));
                 }
             }
             let spare = std::mem::take(&mut task.fresh);
@@ -1686,14 +1753,17 @@ impl Loop {
                 rest.push(value);
             }
             // A trigger consumed above has changed since the copy was made.
+            // (A lent channel is never a trigger of its task.)
             let reuse = fresh
                 .iter()
                 .position(|f| f.channel == channel && f.writes == rest.len() + 1)
-                .filter(|_| self.modified[channel] != epoch);
+                .filter(|&i| self.modified[channel] != epoch || fresh[i].copy.is_none());
             let changed = match reuse {
                 Some(i) => {
                     let fresh = fresh.swap_remove(i);
-                    self.channels.set(channel, fresh.copy);
+                    if let Some(copy) = fresh.copy {
+                        self.channels.set(channel, copy);
+                    }
                     Ok(fresh.changed)
                 }
                 None if rest.is_empty() => self.channels.get_mut(channel).update_one(first),
@@ -1783,6 +1853,14 @@ impl FreshReader for Loop {
         channel: ChannelId,
         writes: &[(ChannelId, Value)],
     ) -> Result<Option<Value>> {
+        if let Some(lent) = self
+            .lent
+            .borrow_mut()
+            .iter_mut()
+            .find(|l| l.channel == channel)
+        {
+            return self.read_lent(lent, writes);
+        }
         let mut own = writes
             .iter()
             .filter(|(c, _)| *c == channel)
@@ -1808,10 +1886,58 @@ impl FreshReader for Loop {
             channel,
             writes: count,
             changed,
-            copy,
+            copy: Some(copy),
         });
         Ok(value)
     }
+}
+
+impl Loop {
+    /// A fresh read of a lent channel: the first read after the task wrote
+    /// to it applies those writes in place; later reads see the same value.
+    fn read_lent(
+        &self,
+        lent: &mut FreshCopy,
+        writes: &[(ChannelId, Value)],
+    ) -> Result<Option<Value>> {
+        let mut own = writes
+            .iter()
+            .filter(|(c, _)| *c == lent.channel)
+            .map(|(_, v)| v.clone());
+        let count = own.clone().count();
+        if count != lent.writes {
+            if lent.writes > 0 {
+                let node = self.graph.shape.node_name(self.lent_owner);
+                return Err(wrote_after_fresh_read(node, self.name(lent.channel)));
+            }
+            // Cached inputs holding the value would make the write copy it.
+            let graph = &self.graph;
+            for (set, entry) in self.input_cache.borrow_mut().iter_mut().enumerate() {
+                if entry.is_some() && graph.read_sets[set].contains(&lent.channel) {
+                    *entry = None;
+                }
+            }
+            let Some(channel) = lent.copy.as_mut() else {
+                return Ok(None);
+            };
+            let changed = match (own.next(), count) {
+                (Some(one), 1) => channel.update_one(one),
+                (first, _) => channel.update(first.into_iter().chain(own).collect()),
+            };
+            lent.writes = count;
+            lent.changed = changed.map_err(|err| err.at_key(self.name(lent.channel)))?;
+        }
+        Ok(lent.copy.as_ref().and_then(|channel| channel.get()))
+    }
+}
+
+/// The error of a node that wrote a channel after reading it fresh, which
+/// its `declare_fresh_reads` promised not to do.
+fn wrote_after_fresh_read(node: &str, channel: &str) -> PregelError {
+    PregelError::InvalidGraph(format!(
+        "node {node:?} wrote channel {channel:?} after reading it fresh, \
+         which its declared fresh reads promise it does not"
+    ))
 }
 
 /// The output of a node without a function: its input, or the `Command` a

@@ -50,6 +50,14 @@ impl RunChannels {
         self.own[channel] = Some(restored);
     }
 
+    /// Takes a channel out (a copy of its spec if it never changed), to be
+    /// put back with [`set`](Self::set) before anything reads it.
+    pub(crate) fn take(&mut self, channel: ChannelId) -> Box<dyn Channel> {
+        self.own[channel]
+            .take()
+            .unwrap_or_else(|| self.graph.channels[channel].boxed_clone())
+    }
+
     /// Whether the channel was ever changed in this run.
     pub(crate) fn touched(&self, channel: ChannelId) -> bool {
         self.own[channel].is_some()

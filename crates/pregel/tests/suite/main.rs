@@ -5,6 +5,7 @@
 
 mod builder;
 mod command_input;
+mod fresh_reads;
 mod invoke_output;
 mod stream_control;
 mod trace_23_pregel;
