@@ -261,6 +261,15 @@ impl CallOptions {
     /// the call's tool choice, response format and stop sequences when it
     /// sets them.
     pub fn merged(&self, call: &CallOptions) -> CallOptions {
+        self.under(call).into_owned()
+    }
+
+    /// [`merged`](Self::merged), borrowing these options when the call
+    /// sets nothing (the usual call), so bound tools are not copied.
+    fn under<'a>(&'a self, call: &CallOptions) -> std::borrow::Cow<'a, CallOptions> {
+        if *call == CallOptions::default() {
+            return std::borrow::Cow::Borrowed(self);
+        }
         let mut tools: Vec<ToolSchema> = self
             .tools
             .iter()
@@ -276,7 +285,7 @@ impl CallOptions {
         }
         let mut metadata = self.metadata.clone();
         metadata.extend(call.metadata.clone());
-        CallOptions {
+        std::borrow::Cow::Owned(CallOptions {
             tools,
             tool_choice: call
                 .tool_choice
@@ -293,7 +302,7 @@ impl CallOptions {
             },
             tags,
             metadata,
-        }
+        })
     }
 }
 
@@ -796,7 +805,7 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         messages: &[Message],
         options: &CallOptions,
     ) -> impl Future<Output = Result<AiMessage>> + Send {
-        let merged = self.options.merged(options);
+        let merged = self.options.under(options);
         async move { self.model.generate(messages, &merged).await }
     }
     fn generate_stream<'a>(
@@ -805,14 +814,14 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         options: &CallOptions,
     ) -> Option<impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, M>> {
         self.model
-            .generate_stream(messages, &self.options.merged(options))
+            .generate_stream(messages, &self.options.under(options))
     }
     fn invoke(
         &self,
         messages: &[Message],
         options: &CallOptions,
     ) -> impl Future<Output = Result<AiMessage>> + Send {
-        let merged = self.options.merged(options);
+        let merged = self.options.under(options);
         async move { self.model.invoke(messages, &merged).await }
     }
     fn stream<'a>(
@@ -820,7 +829,7 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         messages: &[Message],
         options: &CallOptions,
     ) -> impl Stream<Item = Result<AiMessageChunk>> + Send + use<'a, M> {
-        self.model.stream(messages, &self.options.merged(options))
+        self.model.stream(messages, &self.options.under(options))
     }
     fn invoke_structured(
         &self,
@@ -828,7 +837,7 @@ impl<M: ChatModel> ChatModel for BoundChatModel<M> {
         options: &CallOptions,
         schema: &OutputSchema,
     ) -> impl Future<Output = Result<Json>> + Send {
-        let merged = self.options.merged(options);
+        let merged = self.options.under(options);
         async move {
             self.model
                 .invoke_structured(messages, &merged, schema)
