@@ -122,23 +122,40 @@ pub fn repair_history(
 /// Whether every tool call is answered exactly once by the results right
 /// after its message, and every result answers such a call.
 pub fn is_well_paired(messages: &[Message]) -> bool {
-    let mut pending: Vec<&str> = Vec::new();
-    for message in messages {
+    // The calls of the last AI message, the results seen since it, and how
+    // many of its calls those left unanswered. No allocation: this runs
+    // before every model call, over the whole conversation.
+    let mut calls: &[ToolCall] = &[];
+    let mut block_start = 0;
+    let mut unanswered = 0;
+    for (at, message) in messages.iter().enumerate() {
         match message {
             Message::Tool(result) => {
-                let Some(at) = pending.iter().position(|id| *id == result.tool_call_id) else {
+                let id = result.tool_call_id.as_str();
+                let asked = calls.iter().filter(|c| call_id(c) == id).count();
+                let answered = messages[block_start..at]
+                    .iter()
+                    .filter(|m| matches!(m, Message::Tool(t) if t.tool_call_id == id))
+                    .count();
+                if answered >= asked {
                     return false;
-                };
-                pending.swap_remove(at);
+                }
+                unanswered -= 1;
             }
-            _ if !pending.is_empty() => return false,
+            _ if unanswered > 0 => return false,
             Message::Ai(ai) => {
-                pending.extend(ai.tool_calls.iter().map(|c| c.id.as_deref().unwrap_or("")));
+                calls = &ai.tool_calls;
+                block_start = at + 1;
+                unanswered = calls.len();
             }
-            _ => {}
+            _ => calls = &[],
         }
     }
-    pending.is_empty()
+    unanswered == 0
+}
+
+fn call_id(call: &ToolCall) -> &str {
+    call.id.as_deref().unwrap_or("")
 }
 
 fn calls(messages: &[Message]) -> impl Iterator<Item = &ToolCall> {

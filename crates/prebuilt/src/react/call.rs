@@ -17,7 +17,8 @@ use crate::{HistoryRepair, repair_history};
 #[derive(Clone)]
 pub(super) struct ModelCall {
     pub(super) model: SharedChatModel,
-    pub(super) schemas: Vec<ToolSchema>,
+    // Shared: the node clones its call for every run.
+    pub(super) schemas: Arc<[ToolSchema]>,
     pub(super) select: Option<ModelSelector>,
     pub(super) prompt: Prompt,
     pub(super) repair: HistoryRepair,
@@ -34,7 +35,7 @@ impl ModelCall {
         let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
         async move {
             let model: SharedChatModel = match chosen {
-                Some(chosen) => Arc::new(chosen.await?.bind_tools(self.schemas)),
+                Some(chosen) => Arc::new(chosen.await?.bind_tools(self.schemas.iter().cloned())),
                 None => self.model,
             };
             // What the pre-model hook chose to show the model, else the

@@ -329,7 +329,7 @@ impl ReactAgent {
         let model: SharedChatModel = Arc::new(self.model.clone().bind_tools(schemas.clone()));
         let call = ModelCall {
             model,
-            schemas,
+            schemas: schemas.into(),
             select: self.select_model.clone(),
             prompt: self.prompt,
             repair: self.history_repair,

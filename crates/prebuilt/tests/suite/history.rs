@@ -89,7 +89,35 @@ fn call_ids(messages: &[Message]) -> Vec<String> {
         .collect()
 }
 
+/// `is_well_paired` as a list of calls waiting for their results.
+fn paired_by_waiting_list(messages: &[Message]) -> bool {
+    let mut waiting: Vec<&str> = Vec::new();
+    for message in messages {
+        match message {
+            Message::Tool(result) => match waiting.iter().position(|id| *id == result.tool_call_id)
+            {
+                Some(at) => {
+                    waiting.remove(at);
+                }
+                None => return false,
+            },
+            _ if !waiting.is_empty() => return false,
+            Message::Ai(ai) => {
+                waiting.extend(ai.tool_calls.iter().map(|c| c.id.as_deref().unwrap_or("")))
+            }
+            _ => {}
+        }
+    }
+    waiting.is_empty()
+}
+
 proptest! {
+    #[test]
+    fn well_paired_means_each_call_answered_once_right_after(events in prop::collection::vec(event(), 0..24)) {
+        let messages = conversation(&events);
+        prop_assert_eq!(is_well_paired(&messages), paired_by_waiting_list(&messages), "{:#?}", messages);
+    }
+
     #[test]
     fn repaired_conversations_pair_every_call_once(events in prop::collection::vec(event(), 0..24)) {
         let original = conversation(&events);
