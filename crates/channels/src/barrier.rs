@@ -85,6 +85,10 @@ impl Channel for NamedBarrierValue {
         self.complete()
     }
 
+    fn ignores_empty_updates(&self) -> bool {
+        true
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         record(&self.names, &mut self.seen, values)
     }
@@ -137,6 +141,10 @@ impl Channel for NamedBarrierValueAfterFinish {
 
     fn is_available(&self) -> bool {
         self.finished && self.complete()
+    }
+
+    fn ignores_empty_updates(&self) -> bool {
+        true
     }
 
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {

@@ -198,6 +198,10 @@ impl<T: StateValue> Channel for BinaryOperatorAggregate<T> {
         self.value.is_some()
     }
 
+    fn ignores_empty_updates(&self) -> bool {
+        true
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         if values.is_empty() {
             return Ok(false);

@@ -58,6 +58,10 @@ impl<T: StateValue> Channel for LastValue<T> {
         self.slot.is_set()
     }
 
+    fn ignores_empty_updates(&self) -> bool {
+        true
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         if values.len() > 1 {
             return Err(ChannelError::invalid(format!(
@@ -130,6 +134,10 @@ impl<T: StateValue> Channel for LastValueAfterFinish<T> {
 
     fn is_available(&self) -> bool {
         self.finished && self.slot.is_set()
+    }
+
+    fn ignores_empty_updates(&self) -> bool {
+        true
     }
 
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {

@@ -131,6 +131,13 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
         self.update(vec![value])
     }
 
+    /// Whether an empty update (`update(vec![])`, which every channel not
+    /// written in a step gets) never changes this channel: the runtime then
+    /// skips that call. The default, `false`, is always correct.
+    fn ignores_empty_updates(&self) -> bool {
+        false
+    }
+
     /// Marks the value as read by a subscribed node.
     fn consume(&mut self) -> bool {
         false

@@ -53,6 +53,10 @@ impl<T: StateValue> Channel for UntrackedValue<T> {
         self.slot.is_set()
     }
 
+    fn ignores_empty_updates(&self) -> bool {
+        true
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         match single_write(values, self.guard, "UntrackedValue")? {
             Some(value) => self.slot.set(value).map(|()| true),

@@ -131,6 +131,9 @@ pub(crate) struct PregelInner {
     pub(crate) initially_live: Vec<ChannelId>,
     // Channels whose `finish` changes them even before any write.
     pub(crate) finishes_initially: Vec<bool>,
+    // Per channel: whether the empty update a step gives the channels it
+    // did not write can change it (`Channel::ignores_empty_updates`).
+    pub(crate) hears_new_steps: Vec<bool>,
     // Per node: its `{node: None}` updates chunk, shared by every run; made
     // on first use.
     none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
@@ -610,6 +613,11 @@ impl PregelBuilder {
             .filter(|c| self.channels[*c].is_available())
             .collect();
         let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
+        let hears_new_steps = self
+            .channels
+            .iter()
+            .map(|c| !c.ignores_empty_updates())
+            .collect();
         let mut trigger_start = vec![0; channel_count + 1];
         let mut is_trigger = vec![false; channel_count];
         for (name, node) in &nodes {
@@ -658,6 +666,7 @@ impl PregelBuilder {
                 seen_offset,
                 initially_live,
                 finishes_initially,
+                hears_new_steps,
                 none_updates: std::sync::OnceLock::new(),
                 sorted_triggers: std::sync::OnceLock::new(),
                 cache: self.cache.take(),

@@ -1795,7 +1795,10 @@ impl Loop {
             let live = std::mem::take(&mut self.live);
             for channel in &live {
                 let channel = *channel;
-                if self.mark[channel] == epoch || !self.channels.get(channel).is_available() {
+                if self.mark[channel] == epoch
+                    || !graph.hears_new_steps[channel]
+                    || !self.channels.get(channel).is_available()
+                {
                     continue;
                 }
                 if self.hear_new_step(channel)? {

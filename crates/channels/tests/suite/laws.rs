@@ -63,6 +63,18 @@ fn observe(channel: &dyn Channel) -> (bool, Option<serde_json::Value>) {
 }
 
 proptest! {
+    /// A channel that says it ignores empty updates is unchanged by one, in
+    /// any state: the runtime skips that call for it.
+    #[test]
+    fn ignored_empty_updates_change_nothing(mut channel in channel_in_state()) {
+        if channel.ignores_empty_updates() {
+            let before = (observe(channel.as_ref()), channel.checkpoint().map(|v| v.to_json().unwrap()));
+            prop_assert_eq!(channel.update(Vec::new()).unwrap(), false);
+            let after = (observe(channel.as_ref()), channel.checkpoint().map(|v| v.to_json().unwrap()));
+            prop_assert_eq!(after, before);
+        }
+    }
+
     /// Writes of one step fold left in order: one update with all writes
     /// equals one update per write.
     #[test]
@@ -274,4 +286,23 @@ fn empty_reducer_channel_takes_its_first_write_as_is() {
     assert_eq!(channel.value().unwrap(), "xy");
     channel.restore(None).unwrap();
     assert!(!channel.is_available());
+}
+
+#[test]
+fn channels_that_clear_on_a_new_step_hear_empty_updates() {
+    let clearing: [Box<dyn Channel>; 3] = [
+        Box::new(EphemeralValue::<i64>::unguarded()),
+        Box::new(Topic::<i64>::new()),
+        Box::new(AnyValue::<i64>::new()),
+    ];
+    for channel in clearing {
+        assert!(!channel.ignores_empty_updates(), "{channel:?}");
+    }
+    let keeping: [Box<dyn Channel>; 2] = [
+        Box::new(LastValue::<i64>::new()),
+        Box::new(BinaryOperatorAggregate::new(reducers::append::<Vec<i64>>)),
+    ];
+    for channel in keeping {
+        assert!(channel.ignores_empty_updates(), "{channel:?}");
+    }
 }
