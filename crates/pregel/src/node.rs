@@ -272,20 +272,31 @@ pub struct PregelNode {
     pub(crate) reads: Reads,
     pub(crate) func: Option<NodeFn>,
     pub(crate) writers: Vec<Writer>,
-    pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) hidden: bool,
+    // Whether the node runs a subgraph (shown in checkpoint events).
+    pub(crate) subgraph: bool,
+    // Channels the node's writers read fresh after their last write to
+    // them (see `declare_fresh_reads`).
+    pub(crate) fresh_reads: Vec<ChannelId>,
+    // Settings most nodes leave unset, boxed: a compiler moves each node
+    // several times, so a small node keeps compiling a large graph cheap.
+    settings: Option<Box<NodeSettings>>,
+}
+
+/// A node's retry, cache, timeout, error handler and metadata.
+#[derive(Clone, Default)]
+pub(crate) struct NodeSettings {
+    pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) metadata: stategraph_core::JsonMap,
     pub(crate) cache: Option<crate::CachePolicy>,
     pub(crate) timeout: Option<crate::TimeoutPolicy>,
     // The node that answers this node's failures (LangGraph's
     // `error_handler`), by name.
     pub(crate) error_handler: Option<Arc<str>>,
-    // Whether the node runs a subgraph (shown in checkpoint events).
-    pub(crate) subgraph: bool,
-    // Channels the node's writers read fresh after their last write to
-    // them (see `declare_fresh_reads`).
-    pub(crate) fresh_reads: Vec<ChannelId>,
 }
+
+static DEFAULT_SETTINGS: std::sync::LazyLock<NodeSettings> =
+    std::sync::LazyLock::new(NodeSettings::default);
 
 impl fmt::Debug for PregelNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -312,15 +323,20 @@ impl PregelNode {
             reads,
             func,
             writers,
-            retry: Vec::new(),
             hidden: false,
-            metadata: stategraph_core::JsonMap::new(),
-            cache: None,
-            timeout: None,
-            error_handler: None,
             subgraph: false,
             fresh_reads: Vec::new(),
+            settings: None,
         }
+    }
+
+    /// The node's retry, cache, timeout, error handler and metadata.
+    pub(crate) fn settings(&self) -> &NodeSettings {
+        self.settings.as_deref().unwrap_or(&DEFAULT_SETTINGS)
+    }
+
+    fn settings_mut(&mut self) -> &mut NodeSettings {
+        self.settings.get_or_insert_default()
     }
 
     /// Declares channels the node's writers read with
@@ -336,11 +352,10 @@ impl PregelNode {
     /// the run fail with [`PregelError::InvalidGraph`]; no write is ever
     /// applied twice.
     pub fn declare_fresh_reads(&mut self, channels: impl IntoIterator<Item = ChannelId>) {
-        for channel in channels {
-            if !self.fresh_reads.contains(&channel) {
-                self.fresh_reads.push(channel);
-            }
-        }
+        // Each channel once: a channel is lent at most once.
+        self.fresh_reads.extend(channels);
+        self.fresh_reads.sort_unstable();
+        self.fresh_reads.dedup();
     }
 
     /// Sends the node's failures (after its retries) to the node `handler`:
@@ -349,12 +364,12 @@ impl PregelNode {
     /// the failed node's (its updates, its `Command` routing; the failed
     /// node's edges do not fire). A failing handler fails the run.
     pub fn set_error_handler(&mut self, handler: Option<&str>) {
-        self.error_handler = handler.map(Arc::from);
+        self.settings_mut().error_handler = handler.map(Arc::from);
     }
 
     /// Limits how long each attempt of the node may take.
     pub fn set_timeout(&mut self, policy: Option<crate::TimeoutPolicy>) {
-        self.timeout = policy;
+        self.settings_mut().timeout = policy;
     }
 
     /// Marks the node as running a subgraph (checkpoint events then show
@@ -377,7 +392,7 @@ impl PregelNode {
 
     /// Sets the retry policies (the first whose `retry_on` matches applies).
     pub fn set_retry(&mut self, policies: Vec<RetryPolicy>) {
-        self.retry = policies;
+        self.settings_mut().retry = policies;
     }
 
     /// Hides the node's output from the `updates` stream (LangGraph's `TAG_HIDDEN`).
@@ -388,12 +403,14 @@ impl PregelNode {
     /// Caches the node's results under this policy (used when the graph
     /// has a cache).
     pub fn set_cache_policy(&mut self, policy: crate::CachePolicy) {
-        self.cache = Some(policy);
+        self.settings_mut().cache = Some(policy);
     }
 
-    /// Sets metadata reported with the node's tasks.
+    /// Sets metadata added to the metadata of the node's tasks (what the
+    /// `messages` stream shows with each message, after the `langgraph_*`
+    /// keys, which it may replace, as LangGraph's node metadata).
     pub fn set_metadata(&mut self, metadata: stategraph_core::JsonMap) {
-        self.metadata = metadata;
+        self.settings_mut().metadata = metadata;
     }
 }
 

@@ -1181,7 +1181,7 @@ impl Loop {
     fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
         let graph = self.graph.clone();
         let node = &graph.nodes[task.node];
-        let cache_reads_input = node.cache.is_some() && graph.cache.is_some();
+        let cache_reads_input = node.settings().cache.is_some() && graph.cache.is_some();
         if self.persist.is_some() || node.fresh_reads.is_empty() || cache_reads_input {
             return false;
         }
@@ -1320,7 +1320,7 @@ impl Loop {
 
     /// The cache namespace and key of a task, when its node and the graph cache.
     fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
-        let policy = self.graph.nodes[task.node].cache.as_ref()?;
+        let policy = self.graph.nodes[task.node].settings().cache.as_ref()?;
         self.graph.cache.as_ref()?;
         let namespace = format!(
             "__pregel_ns_writes:{}",
@@ -1352,6 +1352,7 @@ impl Loop {
             return;
         };
         let ttl = self.graph.nodes[task.node]
+            .settings()
             .cache
             .as_ref()
             .and_then(|p| p.ttl);
@@ -1475,7 +1476,7 @@ impl Loop {
         }
         drop(reads);
         task.writes = writes;
-        if node.cache.is_some() {
+        if node.settings().cache.is_some() {
             self.store_cached_writes(task);
         }
         if node.hidden {
@@ -2016,9 +2017,12 @@ fn run_node(
 + '_ {
     use futures::future::Either;
     let spec = &graph.nodes[node];
-    match (&spec.func, &spec.error_handler) {
+    let settings = spec.settings();
+    let plain =
+        settings.error_handler.is_none() && settings.retry.is_empty() && settings.timeout.is_none();
+    match &spec.func {
         // Most nodes: one attempt, nothing else around it.
-        (Some(func), None) if spec.retry.is_empty() && spec.timeout.is_none() => {
+        Some(func) if plain => {
             Either::Left(retry::once(func, input, ctx).map(|result| (None, result)))
         }
         // Retries, timeouts and error handlers: boxed, so the common
@@ -2042,7 +2046,8 @@ async fn run_task(
         return (None, Ok(passthrough(&input)));
     };
     let name = graph.shape.node_name(node);
-    let Some(handler) = spec
+    let settings = spec.settings();
+    let Some(handler) = settings
         .error_handler
         .as_deref()
         .and_then(|handler| graph.shape.node_id(handler))
@@ -2050,15 +2055,23 @@ async fn run_task(
     else {
         return (
             None,
-            run_with_retry(func, name, input, ctx, &spec.retry, spec.timeout).await,
+            run_with_retry(func, name, input, ctx, &settings.retry, settings.timeout).await,
         );
     };
     let handler_ctx = ctx.clone();
-    let error =
-        match run_with_retry(func, name, input.clone(), ctx, &spec.retry, spec.timeout).await {
-            Err(error) if error.interrupts().is_none() => error,
-            done => return (None, done),
-        };
+    let error = match run_with_retry(
+        func,
+        name,
+        input.clone(),
+        ctx,
+        &settings.retry,
+        settings.timeout,
+    )
+    .await
+    {
+        Err(error) if error.interrupts().is_none() => error,
+        done => return (None, done),
+    };
     let handler_spec = &graph.nodes[handler];
     let Some(func) = &handler_spec.func else {
         return (None, Err(error));
@@ -2076,8 +2089,8 @@ async fn run_task(
         handler_name,
         input,
         ctx,
-        &handler_spec.retry,
-        handler_spec.timeout,
+        &handler_spec.settings().retry,
+        handler_spec.settings().timeout,
     )
     .await;
     (Some(handler), result)

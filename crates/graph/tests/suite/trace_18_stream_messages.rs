@@ -235,3 +235,33 @@ async fn read_messages_are_not_sent_again_and_new_ones_get_ids() {
     let namespace = event.metadata["langgraph_checkpoint_ns"].as_str().unwrap();
     assert!(namespace.starts_with("echo:"), "{namespace}");
 }
+
+/// Beyond the trace (checked against LangGraph 1.2.22): a node's metadata
+/// is added to its messages' metadata after the `langgraph_*` keys, so it
+/// may replace one of them.
+#[tokio::test]
+async fn node_metadata_goes_with_its_messages() {
+    let mut g = StateGraph::typed::<MessagesState>();
+    let mut metadata = stategraph_core::JsonMap::new();
+    metadata.insert("team".into(), json!("a"));
+    metadata.insert("langgraph_step".into(), json!(99));
+    g.add_node_spec(
+        "agent",
+        stategraph_graph::NodeSpec::new(model_node("hi there", "ai-1", &[])).metadata(metadata),
+    )
+    .unwrap();
+    g.add_edge(START, "agent").unwrap();
+    let app = g.compile().unwrap();
+    let chunks: Vec<StreamChunk> = app
+        .stream(input(), &RunnableConfig::default(), StreamMode::Messages)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await;
+    assert!(!chunks.is_empty());
+    for chunk in &chunks {
+        let event = chunk.message().unwrap();
+        assert_eq!(event.metadata["team"], json!("a"), "{:?}", event.metadata);
+        assert_eq!(event.metadata["langgraph_step"], json!(99));
+        assert_eq!(event.metadata["langgraph_node"], json!("agent"));
+    }
+}

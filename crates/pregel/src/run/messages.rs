@@ -281,6 +281,10 @@ impl Loop {
             super::persist::task_path_json(&task.path, name),
         );
         metadata.insert("langgraph_checkpoint_ns".into(), namespace.clone().into());
+        // The node's own metadata last, as LangGraph's task config has it.
+        for (key, value) in &self.graph.nodes[task.node].settings().metadata {
+            metadata.insert(key.clone(), value.clone());
+        }
         let root_namespace = namespace.split('|').next().unwrap_or_default().to_owned();
         Some(TaskMessages {
             sinks,

@@ -88,6 +88,9 @@ fn logging(declare: bool) -> Pregel {
 fn add_reader(builder: &mut PregelBuilder, node: &str, reader: Writer, declare: Option<ChannelId>) {
     let node = builder.node_mut(node).unwrap();
     node.add_writer(reader);
+    // Declared twice, as two conditional edges reading one key would: the
+    // channel is still lent once.
+    node.declare_fresh_reads(declare);
     node.declare_fresh_reads(declare);
 }
 
