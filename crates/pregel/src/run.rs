@@ -907,9 +907,11 @@ impl Loop {
     }
 
     fn prepare_tasks(&mut self, updated: &[ChannelId]) -> Result<Vec<Task>> {
-        let graph = self.graph.clone();
         let mut tasks = std::mem::take(&mut self.task_buf);
         tasks.clear();
+        let mut candidates = std::mem::take(&mut self.candidate_buf);
+        candidates.clear();
+        let graph = &*self.graph;
         // PUSH tasks: one per Send of the previous step.
         if let Some(sends) = self.channels.get(graph.tasks_channel).get() {
             let sends = sends.decode::<Vec<Send>>()?;
@@ -931,8 +933,6 @@ impl Loop {
             }
         }
         // PULL tasks: nodes whose triggers changed since they last ran.
-        let mut candidates = std::mem::take(&mut self.candidate_buf);
-        candidates.clear();
         if !updated.is_empty() {
             candidates.extend(
                 updated
@@ -973,7 +973,7 @@ impl Loop {
 
     /// Drops cached inputs that read a channel the tasks write.
     fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
-        let graph = self.graph.clone();
+        let graph = &*self.graph;
         for (set, entry) in self.input_cache.get_mut().iter_mut().enumerate() {
             if entry.is_some()
                 && tasks.iter().any(|task| {
@@ -989,8 +989,9 @@ impl Loop {
 
     /// The state map a node reads, shared with every node of the same read
     /// set until one of its channels changes.
-    fn read_map(&mut self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
-        if let Some((built, value)) = &self.input_cache.get_mut()[set]
+    fn read_map(&self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
+        let mut cache = self.input_cache.borrow_mut();
+        if let Some((built, value)) = &cache[set]
             && keys.iter().all(|(_, c)| self.modified[*c] <= *built)
         {
             return value.clone();
@@ -1002,7 +1003,7 @@ impl Loop {
             }),
         );
         let value = Value::new(StateValues::new(pairs));
-        self.input_cache.get_mut()[set] = Some((self.epoch, value.clone()));
+        cache[set] = Some((self.epoch, value.clone()));
         value
     }
 
@@ -1109,17 +1110,16 @@ impl Loop {
     }
 
     async fn run_tasks(&mut self, tasks: &mut [Task], saves: Option<WriteSender>) -> Result<bool> {
-        let graph = self.graph.clone();
         let saves = saves.as_ref();
         if let [task] = tasks {
             if task.cached {
                 return Ok(false);
             }
-            let node = &graph.nodes[task.node];
-            let (handled_by, result) = match &node.func {
+            let graph = &*self.graph;
+            let (handled_by, result) = match &graph.nodes[task.node].func {
                 Some(_) => {
                     let (input, ctx) = (task.input.clone(), self.task_context(task));
-                    let run = run_node(&graph, task.node, input, ctx);
+                    let run = run_node(graph, task.node, input, ctx);
                     match self.task_observer(task) {
                         Some(observer) => observe(observer, run.boxed()).await,
                         None => run.await,
@@ -1137,6 +1137,7 @@ impl Loop {
             }
             return committed;
         }
+        let graph = self.graph.clone();
         let mut interrupted = false;
         let mut running = FuturesUnordered::new();
         for (index, task) in tasks.iter_mut().enumerate() {
@@ -1179,7 +1180,7 @@ impl Loop {
     /// step ends the run with nothing reading its channels again. Returns
     /// whether channels were lent.
     fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
-        let graph = self.graph.clone();
+        let graph = &*self.graph;
         let node = &graph.nodes[task.node];
         let cache_reads_input = node.settings().cache.is_some() && graph.cache.is_some();
         if self.persist.is_some() || node.fresh_reads.is_empty() || cache_reads_input {
@@ -1633,36 +1634,17 @@ impl Loop {
     /// them too): a `Send`'s argument may share a state value (the v2
     /// agent's tool calls carry the messages), and a reducer extends a value
     /// in place only when nothing else holds it.
-    fn release_sends(
-        &mut self,
-        writes: &[(ChannelId, usize, Value)],
-        next: ChannelVersion,
-        epoch: u64,
-        bumped: &mut bool,
-    ) -> Result<()> {
-        let channel = self.graph.tasks_channel;
-        if writes.iter().any(|(c, _, _)| *c == channel)
-            || !self.channels.get(channel).is_available()
-        {
-            return Ok(());
-        }
-        if self.hear_new_step(channel)? {
-            self.versions[channel] = Some(next);
-            self.modified[channel] = epoch;
-            *bumped = true;
-        }
-        Ok(())
-    }
-
     /// Tells a channel no write came this step (ephemeral values and
     /// `Send` topics clear themselves); whether it changed.
-    fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
-        let changed = self
-            .channels
+    fn hear_new_step(
+        channels: &mut RunChannels,
+        graph: &PregelInner,
+        channel: ChannelId,
+    ) -> Result<bool> {
+        Ok(channels
             .get_mut(channel)
             .update(Vec::new())
-            .map_err(|err| err.at_key(self.name(channel)))?;
-        Ok(changed)
+            .map_err(|err| err.at_key(graph.shape.channel_name(channel)))?)
     }
 
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
@@ -1672,7 +1654,7 @@ impl Loop {
     /// LangGraph's `apply_writes`: returns the channels updated (and available).
     fn apply(&mut self, tasks: &mut [Task], from_tasks: bool) -> Result<Vec<ChannelId>> {
         tasks.sort_by(|a, b| a.path.cmp(&b.path));
-        let graph = self.graph.clone();
+        let graph = &*self.graph;
         self.input_seen |= tasks.iter().any(Task::is_input);
         // Only the input pseudo-task has no triggers.
         let bump_step = from_tasks;
@@ -1744,8 +1726,16 @@ impl Loop {
             }
         }
         writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
-        if bump_step {
-            self.release_sends(&writes, next, epoch, &mut bumped)?;
+        // The `Send`s of the last step go once their tasks ran.
+        let sends = graph.tasks_channel;
+        if bump_step
+            && !writes.iter().any(|(c, _, _)| *c == sends)
+            && self.channels.get(sends).is_available()
+            && Self::hear_new_step(&mut self.channels, graph, sends)?
+        {
+            self.versions[sends] = Some(next);
+            self.modified[sends] = epoch;
+            bumped = true;
         }
         let mut pending = writes.drain(..).peekable();
         while let Some((channel, _, first)) = pending.next() {
@@ -1802,7 +1792,7 @@ impl Loop {
                 {
                     continue;
                 }
-                if self.hear_new_step(channel)? {
+                if Self::hear_new_step(&mut self.channels, graph, channel)? {
                     self.versions[channel] = Some(next);
                     self.modified[channel] = epoch;
                     bumped = true;
