@@ -683,7 +683,9 @@ impl Decimal for usize {
 #[derive(Clone)]
 pub struct TaskContext {
     pub(crate) run: Arc<RunInfo>,
-    pub(crate) node: Arc<str>,
+    // The node's id in `run.graph` (its name is read from there: no
+    // reference count to change per task).
+    pub(crate) node: crate::NodeId,
     pub(crate) step: i64,
     pub(crate) push: Option<usize>,
     pub(crate) remaining_steps: i64,
@@ -962,6 +964,8 @@ impl Scratchpad {
 
 /// What every task of a run shares.
 pub(crate) struct RunInfo {
+    /// The graph that runs.
+    pub(crate) graph: Arc<crate::graph::PregelInner>,
     pub(crate) config: RunnableConfig,
     /// The run's own stream.
     pub(crate) sink: Sink,
@@ -1065,6 +1069,7 @@ impl RunInfo {
     /// A run's shared information; a subgraph run shares its parent's
     /// resume answers and checkpoints under the parent task's namespace.
     pub(crate) fn new(
+        graph: Arc<crate::graph::PregelInner>,
         config: RunnableConfig,
         sink: Sink,
         forward: Option<Sink>,
@@ -1076,6 +1081,7 @@ impl RunInfo {
             None => (Arc::default(), Arc::default()),
         };
         Self {
+            graph,
             config,
             sink,
             forward,
@@ -1336,7 +1342,7 @@ impl RunOptions {
 impl TaskContext {
     /// The node being run.
     pub fn node(&self) -> &str {
-        &self.node
+        self.run.graph.shape.node_name(self.node)
     }
 
     /// The superstep.
@@ -1358,7 +1364,7 @@ impl TaskContext {
             step: self.step,
             push: self.push,
         }
-        .task_id(&self.node)
+        .task_id(self.node())
     }
 
     /// Runs `work` as a task of the functional API (LangGraph's `@task`):
@@ -1461,7 +1467,7 @@ impl TaskContext {
             (None, scope) => match self.run.take_resume() {
                 Some(answer) => Ok(answer),
                 None => {
-                    let mut namespace = format!("{}:{}", self.node, self.task_id());
+                    let mut namespace = format!("{}:{}", self.node(), self.task_id());
                     if let Some(scope) = scope {
                         namespace = [&namespace, "|", scope].concat();
                     }
@@ -1601,7 +1607,7 @@ impl TaskContext {
             subgraphs: self.run.subgraphs,
             forward: target.map(|sink| {
                 let mut namespace = sink.namespace.to_vec();
-                namespace.push(format!("{}:{}", self.node, self.task_id()));
+                namespace.push(format!("{}:{}", self.node(), self.task_id()));
                 Forward {
                     queue: sink.queue.clone(),
                     modes: sink.modes,
@@ -1616,7 +1622,7 @@ impl TaskContext {
 impl fmt::Debug for TaskContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskContext")
-            .field("node", &self.node)
+            .field("node", &self.node())
             .field("step", &self.step)
             .field("task_id", &self.task_id())
             .finish()

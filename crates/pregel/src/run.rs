@@ -263,7 +263,7 @@ impl RunStream {
         if let Some(store) = &graph.store {
             options.store = Some(store.clone());
         }
-        let run_info = RunInfo::new(config, sink, forward, &options, scope);
+        let run_info = RunInfo::new(graph.clone(), config, sink, forward, &options, scope);
         let before = options
             .interrupt_before
             .unwrap_or_else(|| graph.interrupt_before.clone());
@@ -1023,7 +1023,7 @@ impl Loop {
     fn task_context(&self, task: &Task) -> TaskContext {
         TaskContext {
             run: self.run.clone(),
-            node: self.graph.shape.node_name(task.node).clone(),
+            node: task.node,
             step: self.step,
             push: match task.path {
                 TaskPath::Pull(_) | TaskPath::Update(_) => None,
@@ -2069,7 +2069,7 @@ async fn run_task(
     tracing::info!(node = &**name, "running the error handler after {error}");
     let handler_name = graph.shape.node_name(handler);
     let mut ctx = handler_ctx;
-    ctx.node = handler_name.clone();
+    ctx.node = handler;
     ctx.failure = Some(Arc::new(NodeFailure {
         node: name.clone(),
         error,

@@ -1114,6 +1114,7 @@ pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
         latest_only: false,
     };
     let run = RunInfo::new(
+        graph.clone(),
         RunnableConfig::default(),
         sink,
         None,
