@@ -120,6 +120,14 @@ async fn collect(
         .await
 }
 
+/// The `messages` chunks of a run without a checkpointer or thread.
+async fn messages_without_thread(app: &CompiledStateGraph) -> Vec<StreamChunk> {
+    app.stream(input(), &RunnableConfig::default(), StreamMode::Messages)
+        .map(|chunk| chunk.unwrap())
+        .collect()
+        .await
+}
+
 #[tokio::test]
 async fn trace_18_messages_mode() {
     let app = with_saver(&graph());
@@ -221,12 +229,7 @@ async fn read_messages_are_not_sent_again_and_new_ones_get_ids() {
     })
     .unwrap();
     g.add_edge(START, "echo").unwrap();
-    let app = g.compile().unwrap();
-    let chunks: Vec<StreamChunk> = app
-        .stream(input(), &RunnableConfig::default(), StreamMode::Messages)
-        .map(|chunk| chunk.unwrap())
-        .collect()
-        .await;
+    let chunks = messages_without_thread(&g.compile().unwrap()).await;
     assert_eq!(chunks.len(), 1, "{chunks:?}");
     let event = chunks[0].message().unwrap();
     assert_eq!(event.message.text(), "no id yet");
@@ -251,12 +254,7 @@ async fn node_metadata_goes_with_its_messages() {
     )
     .unwrap();
     g.add_edge(START, "agent").unwrap();
-    let app = g.compile().unwrap();
-    let chunks: Vec<StreamChunk> = app
-        .stream(input(), &RunnableConfig::default(), StreamMode::Messages)
-        .map(|chunk| chunk.unwrap())
-        .collect()
-        .await;
+    let chunks = messages_without_thread(&g.compile().unwrap()).await;
     assert!(!chunks.is_empty());
     for chunk in &chunks {
         let event = chunk.message().unwrap();

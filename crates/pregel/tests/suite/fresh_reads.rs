@@ -29,12 +29,10 @@ fn copy_fresh_log(log: ChannelId, to: ChannelId) -> Writer {
     })
 }
 
-/// `first` (on `a`) appends `[a]` to `log` and copies the fresh log to
-/// `seen`; `second` (on `seen`) appends `[10]` and copies the fresh log to
-/// `last`. Each step has one task; `seen` shares the value `second` writes
-/// to, so that write must not change what `seen` holds.
-fn logging(declare: bool) -> Pregel {
-    let mut builder = Pregel::builder()
+/// Channels `a`, `log` (appending), `seen`, and node `first` (on `a`),
+/// which appends `[a]` to `log`.
+fn first_appends() -> PregelBuilder {
+    Pregel::builder()
         .channel("a", LastValue::<i64>::new())
         .unwrap()
         .channel(
@@ -43,8 +41,6 @@ fn logging(declare: bool) -> Pregel {
         )
         .unwrap()
         .channel("seen", LastValue::<Vec<i64>>::new())
-        .unwrap()
-        .channel("last", LastValue::<Vec<i64>>::new())
         .unwrap()
         .node(
             "first",
@@ -55,6 +51,16 @@ fn logging(declare: bool) -> Pregel {
                 })
                 .write_to(["log"]),
         )
+        .unwrap()
+}
+
+/// `first` also copies the fresh log to `seen`; `second` (on `seen`)
+/// appends `[10]` and copies the fresh log to `last`. Each step has one
+/// task; `seen` shares the value `second` writes to, so that write must
+/// not change what `seen` holds.
+fn logging(declare: bool) -> Pregel {
+    let mut builder = first_appends()
+        .channel("last", LastValue::<Vec<i64>>::new())
         .unwrap()
         .node(
             "second",
@@ -122,26 +128,7 @@ async fn a_lent_channel_takes_each_write_once() {
 
 #[tokio::test]
 async fn writing_a_channel_after_its_declared_fresh_read_fails_the_run() {
-    let mut builder = Pregel::builder()
-        .channel("a", LastValue::<i64>::new())
-        .unwrap()
-        .channel(
-            "log",
-            BinaryOperatorAggregate::new(reducers::append::<Vec<i64>>),
-        )
-        .unwrap()
-        .channel("seen", LastValue::<Vec<i64>>::new())
-        .unwrap()
-        .node(
-            "first",
-            NodeBuilder::new()
-                .subscribe_only("a")
-                .func(|value: Value, _| async move {
-                    Ok::<_, NodeError>(Value::new(vec![value.decode_owned::<i64>()?]))
-                })
-                .write_to(["log"]),
-        )
-        .unwrap();
+    let mut builder = first_appends();
     let [log, seen] = ["log", "seen"].map(|c| builder.channel_id(c).unwrap());
     add_reader(&mut builder, "first", copy_fresh_log(log, seen), Some(log));
     // Breaks the promise: another write to `log` after the fresh read.
