@@ -409,7 +409,7 @@ impl Task {
         Self {
             node: usize::MAX,
             path: TaskPath::Push(usize::MAX),
-            input: Value::null(),
+            input: None,
             writes,
             cached: false,
             pad: None,
@@ -423,7 +423,9 @@ impl Task {
 struct Task {
     node: NodeId,
     path: TaskPath,
-    input: Value,
+    // What the node reads; `None` once the node no longer needs it (the
+    // step's reducers may then change the values it shared in place).
+    input: Option<Value>,
     writes: Vec<(ChannelId, Value)>,
     // Set when the writes came from the node cache or from the pending
     // writes of a resumed checkpoint instead of a run.
@@ -710,7 +712,7 @@ impl Loop {
             // the cached inputs of channels about to change) lets reducers
             // extend values in place instead of copying shared ones.
             for task in tasks.iter_mut() {
-                task.input = Value::null();
+                task.input = None;
             }
             self.forget_inputs_of_written(&tasks);
             updated = self.apply_writes(&mut tasks)?;
@@ -920,7 +922,7 @@ impl Loop {
                     Some(node) => tasks.push(Task {
                         node,
                         path: TaskPath::Push(idx),
-                        input: send.arg.clone(),
+                        input: Some(send.arg.clone()),
                         writes: Vec::new(),
                         cached: false,
                         pad: None,
@@ -958,7 +960,7 @@ impl Loop {
             tasks.push(Task {
                 node,
                 path: TaskPath::Pull(node),
-                input,
+                input: Some(input),
                 writes: Vec::new(),
                 cached: false,
                 pad: None,
@@ -1118,14 +1120,27 @@ impl Loop {
             let graph = &*self.graph;
             let (handled_by, result) = match &graph.nodes[task.node].func {
                 Some(_) => {
-                    let (input, ctx) = (task.input.clone(), self.task_context(task));
+                    // The node's input moves to it unless the cache keys
+                    // the task's writes by it.
+                    let keyed =
+                        graph.cache.is_some() && graph.nodes[task.node].settings().cache.is_some();
+                    let input = if keyed {
+                        task.input.clone()
+                    } else {
+                        task.input.take()
+                    };
+                    let input = input.unwrap_or_else(Value::null);
+                    let ctx = self.task_context(task);
                     let run = run_node(graph, task.node, input, ctx);
                     match self.task_observer(task) {
                         Some(observer) => observe(observer, run.boxed()).await,
                         None => run.await,
                     }
                 }
-                None => (None, Ok(passthrough(&task.input))),
+                None => (
+                    None,
+                    Ok(passthrough(&task.input.clone().unwrap_or_else(Value::null))),
+                ),
             };
             if let Some(handler) = handled_by {
                 task.node = handler;
@@ -1148,7 +1163,8 @@ impl Loop {
             match &node.func {
                 Some(_) => {
                     let (graph, node) = (graph.clone(), task.node);
-                    let (input, ctx) = (task.input.clone(), self.task_context(task));
+                    let input = task.input.clone().unwrap_or_else(Value::null);
+                    let ctx = self.task_context(task);
                     let run =
                         async move { (index, run_node(&graph, node, input, ctx).await) }.boxed();
                     running.push(match self.task_observer(task) {
@@ -1157,7 +1173,7 @@ impl Loop {
                     });
                 }
                 None => {
-                    let output = passthrough(&task.input);
+                    let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
                     interrupted |= self.commit(task, Ok(output), saves)?;
                 }
             }
@@ -1188,7 +1204,7 @@ impl Loop {
         }
         // The node is done with its input: once it lets go of the values,
         // a write can change them in place.
-        task.input = Value::null();
+        task.input = None;
         self.lent_owner = task.node;
         let lent = self.lent.get_mut();
         for &channel in &node.fresh_reads {
@@ -1327,7 +1343,7 @@ impl Loop {
             "__pregel_ns_writes:{}",
             self.graph.shape.node_name(task.node)
         );
-        Some((namespace, policy.key_of(&task.input)))
+        Some((namespace, policy.key_of(task.input.as_ref()?)))
     }
 
     /// Takes a task's writes from the node cache when they are there.
@@ -1449,7 +1465,7 @@ impl Loop {
         self.emit_task_event("task", |_| TaskStart {
             id: id.clone(),
             name: name.clone(),
-            input: task.input.clone(),
+            input: task.input.clone().unwrap_or_else(Value::null),
             triggers: triggers.clone(),
         });
     }
@@ -1629,11 +1645,6 @@ impl Loop {
         }
     }
 
-    /// Clears the `Send`s this step ran, before any reducer runs, when the
-    /// step sends nothing new (the bump at the end of `apply` would clear
-    /// them too): a `Send`'s argument may share a state value (the v2
-    /// agent's tool calls carry the messages), and a reducer extends a value
-    /// in place only when nothing else holds it.
     /// Tells a channel no write came this step (ephemeral values and
     /// `Send` topics clear themselves); whether it changed.
     fn hear_new_step(
@@ -1726,7 +1737,11 @@ impl Loop {
             }
         }
         writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
-        // The `Send`s of the last step go once their tasks ran.
+        // The `Send`s this step ran are cleared before any reducer runs
+        // when the step sends nothing new (the empty updates below would
+        // clear them too): a `Send`'s argument may share a state value (the
+        // v2 agent's tool calls carry the messages), and a reducer extends
+        // a value in place only when nothing else holds it.
         let sends = graph.tasks_channel;
         if bump_step
             && !writes.iter().any(|(c, _, _)| *c == sends)

@@ -182,14 +182,17 @@ impl Loop {
         if sinks.is_empty() || self.graph.nodes[task.node].hidden {
             return;
         }
+        let Some(input) = &task.input else {
+            return;
+        };
         let mut ids = Vec::new();
-        match task.input.downcast_ref::<StateValues>() {
+        match input.downcast_ref::<StateValues>() {
             Some(values) => {
                 for (_, value) in values.pairs() {
                     input_message_ids(value, &mut ids);
                 }
             }
-            None => input_message_ids(&task.input, &mut ids),
+            None => input_message_ids(input, &mut ids),
         }
         if ids.is_empty() {
             return;
