@@ -107,6 +107,13 @@ impl IoChannels {
     }
 }
 
+impl PregelInner {
+    /// Whether the node cache keeps `node`'s writes, keyed by its input.
+    pub(crate) fn caches_writes_of(&self, node: NodeId) -> bool {
+        self.cache.is_some() && self.nodes[node].settings().cache.is_some()
+    }
+}
+
 pub(crate) struct PregelInner {
     pub(crate) shape: GraphShape,
     // Channel prototypes: runs copy them, never change them.

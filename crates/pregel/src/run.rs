@@ -975,18 +975,15 @@ impl Loop {
 
     /// Drops cached inputs that read a channel the tasks write.
     fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
-        let graph = &*self.graph;
-        for (set, entry) in self.input_cache.get_mut().iter_mut().enumerate() {
-            if entry.is_some()
-                && tasks.iter().any(|task| {
-                    task.writes
-                        .iter()
-                        .any(|(channel, _)| graph.read_sets[set].contains(channel))
-                })
-            {
-                *entry = None;
-            }
-        }
+        forget_inputs(
+            self.input_cache.get_mut(),
+            &self.graph.read_sets,
+            |channel| {
+                tasks
+                    .iter()
+                    .any(|task| task.writes.iter().any(|(c, _)| *c == channel))
+            },
+        );
     }
 
     /// The state map a node reads, shared with every node of the same read
@@ -1122,9 +1119,7 @@ impl Loop {
                 Some(_) => {
                     // The node's input moves to it unless the cache keys
                     // the task's writes by it.
-                    let keyed =
-                        graph.cache.is_some() && graph.nodes[task.node].settings().cache.is_some();
-                    let input = if keyed {
+                    let input = if graph.caches_writes_of(task.node) {
                         task.input.clone()
                     } else {
                         task.input.take()
@@ -1198,8 +1193,10 @@ impl Loop {
     fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
         let graph = &*self.graph;
         let node = &graph.nodes[task.node];
-        let cache_reads_input = node.settings().cache.is_some() && graph.cache.is_some();
-        if self.persist.is_some() || node.fresh_reads.is_empty() || cache_reads_input {
+        if self.persist.is_some()
+            || node.fresh_reads.is_empty()
+            || graph.caches_writes_of(task.node)
+        {
             return false;
         }
         // The node is done with its input: once it lets go of the values,
@@ -1870,23 +1867,12 @@ impl FreshReader for Loop {
         {
             return self.read_lent(lent, writes);
         }
-        let mut own = writes
-            .iter()
-            .filter(|(c, _)| *c == channel)
-            .map(|(_, v)| v.clone());
-        let Some(first) = own.next() else {
+        let mut own = own_writes(writes, channel).peekable();
+        if own.peek().is_none() {
             return Ok(self.channels.get(channel).get());
-        };
+        }
         let mut copy = self.channels.get(channel).boxed_clone();
-        // A single write (the usual case) needs no list.
-        let (changed, count) = match own.next() {
-            None => (copy.update_one(first), 1),
-            Some(second) => {
-                let all: Vec<Value> = [first, second].into_iter().chain(own).collect();
-                let count = all.len();
-                (copy.update(all), count)
-            }
-        };
+        let (count, changed) = update_with(copy.as_mut(), own);
         let changed = changed.map_err(|err| err.at_key(self.name(channel)))?;
         let value = copy.get();
         let mut fresh = self.fresh_reads.borrow_mut();
@@ -1909,30 +1895,22 @@ impl Loop {
         lent: &mut FreshCopy,
         writes: &[(ChannelId, Value)],
     ) -> Result<Option<Value>> {
-        let mut own = writes
-            .iter()
-            .filter(|(c, _)| *c == lent.channel)
-            .map(|(_, v)| v.clone());
-        let count = own.clone().count();
+        let count = writes.iter().filter(|(c, _)| *c == lent.channel).count();
         if count != lent.writes {
             if lent.writes > 0 {
                 let node = self.graph.shape.node_name(self.lent_owner);
                 return Err(wrote_after_fresh_read(node, self.name(lent.channel)));
             }
             // Cached inputs holding the value would make the write copy it.
-            let graph = &self.graph;
-            for (set, entry) in self.input_cache.borrow_mut().iter_mut().enumerate() {
-                if entry.is_some() && graph.read_sets[set].contains(&lent.channel) {
-                    *entry = None;
-                }
-            }
+            forget_inputs(
+                &mut self.input_cache.borrow_mut(),
+                &self.graph.read_sets,
+                |channel| channel == lent.channel,
+            );
             let Some(channel) = lent.copy.as_mut() else {
                 return Ok(None);
             };
-            let changed = match (own.next(), count) {
-                (Some(one), 1) => channel.update_one(one),
-                (first, _) => channel.update(first.into_iter().chain(own).collect()),
-            };
+            let (_, changed) = update_with(channel.as_mut(), own_writes(writes, lent.channel));
             lent.writes = count;
             lent.changed = changed.map_err(|err| err.at_key(self.name(lent.channel)))?;
         }
@@ -1947,6 +1925,52 @@ fn wrote_after_fresh_read(node: &str, channel: &str) -> PregelError {
         "node {node:?} wrote channel {channel:?} after reading it fresh, \
          which its declared fresh reads promise it does not"
     ))
+}
+
+/// The values of a task's writes to `channel`, in order.
+fn own_writes(
+    writes: &[(ChannelId, Value)],
+    channel: ChannelId,
+) -> impl Iterator<Item = Value> + '_ {
+    writes
+        .iter()
+        .filter(move |(c, _)| *c == channel)
+        .map(|(_, v)| v.clone())
+}
+
+/// Applies `values` to `channel` as one step's writes (the usual single
+/// write needs no list); returns how many there were and whether the
+/// channel changed. No values: nothing is applied.
+fn update_with(
+    channel: &mut dyn stategraph_channels::Channel,
+    mut values: impl Iterator<Item = Value>,
+) -> (
+    usize,
+    std::result::Result<bool, stategraph_channels::ChannelError>,
+) {
+    let Some(first) = values.next() else {
+        return (0, Ok(false));
+    };
+    match values.next() {
+        None => (1, channel.update_one(first)),
+        Some(second) => {
+            let all: Vec<Value> = [first, second].into_iter().chain(values).collect();
+            (all.len(), channel.update(all))
+        }
+    }
+}
+
+/// Drops the cached inputs whose read set has a channel `changes` names.
+fn forget_inputs(
+    cache: &mut [Option<(u64, Value)>],
+    read_sets: &[Vec<ChannelId>],
+    changes: impl Fn(ChannelId) -> bool,
+) {
+    for (entry, set) in cache.iter_mut().zip(read_sets) {
+        if entry.is_some() && set.iter().any(|c| changes(*c)) {
+            *entry = None;
+        }
+    }
 }
 
 /// The output of a node without a function: its input, or the `Command` a
