@@ -26,7 +26,8 @@ pub use run::{
 };
 pub use timeout::{NODE_TIMEOUT_ERROR, RefreshOn, TimeoutPolicy};
 pub use types::{
-    Command, CommandGraph, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names,
+    Command, CommandGraph, Goto, Interrupt, Namespace, Send, StreamChunk, StreamMode, StreamModes,
+    names,
 };
 
 /// Index of a channel in a compiled graph.

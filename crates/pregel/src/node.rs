@@ -5,6 +5,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -419,9 +420,9 @@ impl PregelNode {
 /// chunks show.
 #[derive(Clone)]
 pub(crate) struct Sink {
-    pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    pub(crate) queue: Arc<ChunkQueue>,
     pub(crate) modes: StreamModes,
-    pub(crate) namespace: Arc<[String]>,
+    pub(crate) namespace: crate::types::Namespace,
     pub(crate) shown: crate::IoChannels,
     /// The ids of the messages the `messages` mode has sent to the queue
     /// (shared by every sink of one queue).
@@ -446,24 +447,58 @@ impl Sink {
 
     pub(crate) fn push(&self, mode: StreamMode, data: Value) {
         if self.wants(mode) {
-            let chunk = StreamChunk {
+            self.queue.push(StreamChunk {
                 namespace: self.namespace.clone(),
                 mode,
                 data,
-            };
-            self.queue
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push_back(chunk);
+            });
         }
     }
 
     pub(crate) fn has_pending(&self) -> bool {
-        !self
-            .queue
+        self.queue.has_pending()
+    }
+}
+
+/// The chunks a run's stream has not handed out yet, in the order they
+/// were sent (by the loop, its tasks, subgraph runs, stream writers).
+#[derive(Default)]
+pub(crate) struct ChunkQueue {
+    chunks: Mutex<VecDeque<StreamChunk>>,
+    // How many chunks wait, kept beside the lock so that the loop's check
+    // after every step is a plain load. Written under the lock only.
+    waiting: AtomicUsize,
+}
+
+impl ChunkQueue {
+    pub(crate) fn push(&self, chunk: StreamChunk) {
+        let mut chunks = self
+            .chunks
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .is_empty()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        chunks.push_back(chunk);
+        self.waiting.store(chunks.len(), Ordering::Relaxed);
+    }
+
+    /// Whether chunks wait. A push made on another thread without a
+    /// synchronisation since may not be seen yet (the chunk is then taken
+    /// a little later); one that happened before this call always is.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) != 0
+    }
+
+    /// Moves every waiting chunk to the end of `into`.
+    pub(crate) fn take_into(&self, into: &mut VecDeque<StreamChunk>) {
+        let mut chunks = self
+            .chunks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if into.is_empty() {
+            std::mem::swap(&mut *chunks, into);
+        } else {
+            into.append(&mut chunks);
+        }
+        self.waiting.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1256,9 +1291,9 @@ pub struct RunOptions {
 /// Where a subgraph run forwards its chunks.
 #[derive(Clone)]
 pub(crate) struct Forward {
-    pub(crate) queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    pub(crate) queue: Arc<ChunkQueue>,
     pub(crate) modes: StreamModes,
-    pub(crate) namespace: Arc<[String]>,
+    pub(crate) namespace: crate::types::Namespace,
     pub(crate) seen: crate::run::SeenMessages,
 }
 
@@ -1611,7 +1646,7 @@ impl TaskContext {
                 Forward {
                     queue: sink.queue.clone(),
                     modes: sink.modes,
-                    namespace: Arc::from(namespace),
+                    namespace: namespace.into(),
                     seen: sink.seen.clone(),
                 }
             }),

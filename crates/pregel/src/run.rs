@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::run_channels::RunChannels;
@@ -25,11 +25,13 @@ use stategraph_llm::observe::observe;
 use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
-    FreshReader, NodeFailure, NodeOutput, PersistScope, Reads, RunInfo, RunOptions, Scratchpad,
-    Sink, StateValues, TaskContext, WriteContext,
+    ChunkQueue, FreshReader, NodeFailure, NodeOutput, PersistScope, Reads, RunInfo, RunOptions,
+    Scratchpad, Sink, StateValues, TaskContext, WriteContext,
 };
 use crate::retry;
-use crate::types::{Command, Goto, Interrupt, Send, StreamChunk, StreamMode, StreamModes, names};
+use crate::types::{
+    Command, Goto, Interrupt, Namespace, Send, StreamChunk, StreamMode, StreamModes, names,
+};
 use crate::{ChannelId, NodeId};
 
 mod messages;
@@ -200,7 +202,7 @@ enum Delivery {
 pub struct RunStream {
     run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
     info: Arc<RunInfo>,
-    queue: Arc<Mutex<VecDeque<StreamChunk>>>,
+    queue: Arc<ChunkQueue>,
     // Chunks taken from `queue` in one lock, handed out one by one.
     taken: VecDeque<StreamChunk>,
     error: Option<PregelError>,
@@ -219,7 +221,7 @@ impl RunStream {
         options: RunOptions,
         delivery: Delivery,
     ) -> Self {
-        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let queue = Arc::new(ChunkQueue::default());
         let printed = if graph.debug {
             options
                 .print
@@ -230,7 +232,7 @@ impl RunStream {
         let sink = Sink {
             queue: queue.clone(),
             modes: modes.union(printed),
-            namespace: Arc::from(Vec::new()),
+            namespace: Namespace::ROOT,
             shown: output,
             seen: SeenMessages::default(),
             // A printed chunk is printed when it is taken: all of them are needed.
@@ -296,11 +298,7 @@ impl RunStream {
     fn pop(&mut self, refill: bool) -> Option<StreamChunk> {
         loop {
             if refill && self.taken.is_empty() {
-                let mut queue = self
-                    .queue
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                std::mem::swap(&mut *queue, &mut self.taken);
+                self.queue.take_into(&mut self.taken);
             }
             let chunk = self.taken.pop_front()?;
             if self.printed.contains(chunk.mode) {
@@ -484,7 +482,7 @@ struct Loop {
     // Buffers reused from step to step.
     task_buf: Vec<Task>,
     candidate_buf: Vec<NodeId>,
-    write_buf: Vec<(ChannelId, usize, Value)>,
+    write_buf: Vec<(ChannelId, Value)>,
     updated_buf: Vec<ChannelId>,
     // Emptied write lists of finished tasks, reused by the next ones.
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
@@ -1644,15 +1642,12 @@ impl Loop {
 
     /// Tells a channel no write came this step (ephemeral values and
     /// `Send` topics clear themselves); whether it changed.
-    fn hear_new_step(
-        channels: &mut RunChannels,
-        graph: &PregelInner,
-        channel: ChannelId,
-    ) -> Result<bool> {
-        Ok(channels
+    fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
+        Ok(self
+            .channels
             .get_mut(channel)
             .update(Vec::new())
-            .map_err(|err| err.at_key(graph.shape.channel_name(channel)))?)
+            .map_err(|err| err.at_key(self.graph.shape.channel_name(channel)))?)
     }
 
     fn apply_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<ChannelId>> {
@@ -1661,196 +1656,241 @@ impl Loop {
 
     /// LangGraph's `apply_writes`: returns the channels updated (and available).
     fn apply(&mut self, tasks: &mut [Task], from_tasks: bool) -> Result<Vec<ChannelId>> {
-        tasks.sort_by(|a, b| a.path.cmp(&b.path));
-        let graph = &*self.graph;
+        if tasks.len() > 1 {
+            tasks.sort_by(|a, b| a.path.cmp(&b.path));
+        }
         self.input_seen |= tasks.iter().any(Task::is_input);
         // Only the input pseudo-task has no triggers.
         let bump_step = from_tasks;
-        let next = self.next_version();
-        let mut bumped = false;
         self.epoch += 1;
-        let epoch = self.epoch;
-        let mut updated = std::mem::take(&mut self.updated_buf);
-        updated.clear();
-
+        let mut step = StepChanges {
+            next: self.next_version(),
+            epoch: self.epoch,
+            bumped: false,
+            updated: std::mem::take(&mut self.updated_buf),
+        };
+        step.updated.clear();
         if from_tasks {
-            // Record the trigger versions each pulled node ran on, then consume them.
-            for task in tasks.iter() {
-                if let Some(node) = task.consumer() {
-                    self.ran[node] = true;
-                    let offset = graph.seen_offset[node];
-                    for (i, channel) in graph.nodes[node].triggers.iter().enumerate() {
-                        if let Some(version) = self.versions[*channel] {
-                            self.seen[offset + i] = Some(version);
-                        }
-                    }
-                }
-            }
-            for task in tasks.iter() {
-                if let Some(node) = task.consumer() {
-                    for channel in &graph.nodes[node].triggers {
-                        if self.channels.get_mut(*channel).consume() {
-                            self.versions[*channel] = Some(next);
-                            self.modified[*channel] = epoch;
-                            bumped = true;
-                        }
-                    }
-                }
-            }
+            self.consume_triggers(tasks, &mut step);
         }
-
-        // Group writes by channel, keeping task order within a channel.
-        let mut writes = std::mem::take(&mut self.write_buf);
-        writes.clear();
-        let mut fresh = std::mem::take(&mut self.fresh_buf);
-        fresh.clear();
-        for task in tasks.iter_mut() {
-            for copy in task.fresh.drain(..) {
-                let count = task
-                    .writes
-                    .iter()
-                    .filter(|(c, _)| *c == copy.channel)
-                    .count();
-                if count == copy.writes {
-                    fresh.push(copy);
-                } else if copy.copy.is_none() {
-                    return Err(wrote_after_fresh_read(
-                        self.graph.shape.node_name(task.node),
-                        self.name(copy.channel),
-                    ));
-                }
-            }
-            let spare = std::mem::take(&mut task.fresh);
-            if spare.capacity() > 0 {
-                self.fresh_pool.get_mut().push(spare);
-            }
-            for (channel, value) in task.writes.drain(..) {
-                let order = writes.len();
-                writes.push((channel, order, value));
-            }
-            let spare = std::mem::take(&mut task.writes);
-            if spare.capacity() > 0 {
-                self.write_pool.get_mut().push(spare);
-            }
-        }
-        writes.sort_unstable_by_key(|(channel, order, _)| (*channel, *order));
+        let mut writes = self.gather_writes(tasks)?;
         // The `Send`s this step ran are cleared before any reducer runs
         // when the step sends nothing new (the empty updates below would
         // clear them too): a `Send`'s argument may share a state value (the
         // v2 agent's tool calls carry the messages), and a reducer extends
         // a value in place only when nothing else holds it.
-        let sends = graph.tasks_channel;
+        let sends = self.graph.tasks_channel;
         if bump_step
-            && !writes.iter().any(|(c, _, _)| *c == sends)
+            && !writes.iter().any(|(c, _)| *c == sends)
             && self.channels.get(sends).is_available()
-            && Self::hear_new_step(&mut self.channels, graph, sends)?
+            && self.hear_new_step(sends)?
         {
-            self.versions[sends] = Some(next);
-            self.modified[sends] = epoch;
-            bumped = true;
+            self.record_change(sends, &mut step);
         }
-        let mut pending = writes.drain(..).peekable();
-        while let Some((channel, _, first)) = pending.next() {
-            let mut rest = Vec::new();
-            while let Some((_, _, value)) = pending.next_if(|(c, _, _)| *c == channel) {
-                rest.push(value);
+        let mut fresh = std::mem::take(&mut self.fresh_buf);
+        let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
+        writes.clear();
+        self.write_buf = writes;
+        fresh.clear();
+        self.fresh_buf = fresh;
+        applied?;
+
+        // Channels not written this step hear about the new step (ephemeral
+        // values clear themselves).
+        if bump_step {
+            for i in 0..self.live.len() {
+                let channel = self.live[i];
+                if self.mark[channel] != step.epoch
+                    && self.graph.hears_new_steps[channel]
+                    && self.channels.get(channel).is_available()
+                    && self.hear_new_step(channel)?
+                {
+                    self.record_change(channel, &mut step);
+                }
             }
+        }
+
+        // Tentatively the last step: let channels finish (deferred nodes).
+        if bump_step && !step.updated.iter().any(|c| self.graph.is_trigger[*c]) {
+            for channel in 0..self.channels.len() {
+                if !self.channels.touched(channel) && !self.graph.finishes_initially[channel] {
+                    continue;
+                }
+                if self.channels.get_mut(channel).finish() {
+                    self.record_change(channel, &mut step);
+                }
+            }
+        }
+
+        if step.bumped {
+            self.max_version = Some(step.next);
+        }
+        // The channels available now: the previously live ones that still
+        // are and did not change (those that did are in `updated`), then
+        // the updated ones.
+        let (epoch, mark, channels) = (step.epoch, &self.mark, &self.channels);
+        self.live
+            .retain(|c| mark[*c] != epoch && channels.get(*c).is_available());
+        self.live.extend_from_slice(&step.updated);
+        Ok(step.updated)
+    }
+
+    /// Records the trigger versions each task's node ran on, then consumes
+    /// those triggers (LangGraph's `versions_seen` update and `consume`).
+    fn consume_triggers(&mut self, tasks: &[Task], step: &mut StepChanges) {
+        let graph = &*self.graph;
+        for task in tasks {
+            if let Some(node) = task.consumer() {
+                self.ran[node] = true;
+                let offset = graph.seen_offset[node];
+                for (i, channel) in graph.nodes[node].triggers.iter().enumerate() {
+                    if let Some(version) = self.versions[*channel] {
+                        self.seen[offset + i] = Some(version);
+                    }
+                }
+            }
+        }
+        for task in tasks {
+            if let Some(node) = task.consumer() {
+                for channel in &graph.nodes[node].triggers {
+                    if self.channels.get_mut(*channel).consume() {
+                        self.versions[*channel] = Some(step.next);
+                        self.modified[*channel] = step.epoch;
+                        step.bumped = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the tasks' writes, grouped by channel in task order, and puts
+    /// the fresh copies their routers made (and kept valid) in `fresh_buf`.
+    /// A single task's writes to distinct channels are used as they are.
+    fn gather_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<(ChannelId, Value)>> {
+        let mut writes = std::mem::take(&mut self.write_buf);
+        for task in tasks.iter_mut() {
+            if task.fresh.capacity() > 0 {
+                for copy in task.fresh.drain(..) {
+                    let count = task
+                        .writes
+                        .iter()
+                        .filter(|(c, _)| *c == copy.channel)
+                        .count();
+                    if count == copy.writes {
+                        self.fresh_buf.push(copy);
+                    } else if copy.copy.is_none() {
+                        return Err(wrote_after_fresh_read(
+                            self.graph.shape.node_name(task.node),
+                            self.name(copy.channel),
+                        ));
+                    }
+                }
+                self.fresh_pool
+                    .get_mut()
+                    .push(std::mem::take(&mut task.fresh));
+            }
+            if writes.is_empty() {
+                std::mem::swap(&mut writes, &mut task.writes);
+            } else {
+                writes.append(&mut task.writes);
+            }
+            if task.writes.capacity() > 0 {
+                self.write_pool
+                    .get_mut()
+                    .push(std::mem::take(&mut task.writes));
+            }
+        }
+        // A stable sort: writes to one channel stay in task order.
+        if !writes.is_sorted_by_key(|(c, _)| *c) {
+            writes.sort_by_key(|(c, _)| *c);
+        }
+        Ok(writes)
+    }
+
+    /// Applies writes grouped by channel: each channel's writes as one
+    /// update, or, when a router of their only writer read the channel
+    /// fresh, that copy in its place.
+    fn apply_grouped(
+        &mut self,
+        writes: &mut Vec<(ChannelId, Value)>,
+        fresh: &mut Vec<FreshCopy>,
+        step: &mut StepChanges,
+    ) -> Result<()> {
+        let mut pending = writes.drain(..);
+        let mut lookahead = pending.next();
+        while let Some((channel, first)) = lookahead.take() {
+            lookahead = pending.next();
+            let group = if lookahead.as_ref().is_some_and(|(c, _)| *c == channel) {
+                let mut values = vec![first];
+                while let Some((_, value)) = lookahead.take_if(|(c, _)| *c == channel) {
+                    values.push(value);
+                    lookahead = pending.next();
+                }
+                ChannelWrites::Many(values)
+            } else {
+                ChannelWrites::One(first)
+            };
+            let count = match &group {
+                ChannelWrites::One(_) => 1,
+                ChannelWrites::Many(values) => values.len(),
+            };
             // A trigger consumed above has changed since the copy was made.
             // (A lent channel is never a trigger of its task.)
             let reuse = fresh
                 .iter()
-                .position(|f| f.channel == channel && f.writes == rest.len() + 1)
-                .filter(|&i| self.modified[channel] != epoch || fresh[i].copy.is_none());
-            let changed = match reuse {
-                Some(i) => {
+                .position(|f| f.channel == channel && f.writes == count)
+                .filter(|&i| self.modified[channel] != step.epoch || fresh[i].copy.is_none());
+            let changed = match (reuse, group) {
+                (Some(i), _) => {
                     let fresh = fresh.swap_remove(i);
                     if let Some(copy) = fresh.copy {
                         self.channels.set(channel, copy);
                     }
                     Ok(fresh.changed)
                 }
-                None if rest.is_empty() => self.channels.get_mut(channel).update_one(first),
-                None => {
-                    rest.insert(0, first);
-                    self.channels.get_mut(channel).update(rest)
+                (None, ChannelWrites::One(value)) => {
+                    self.channels.get_mut(channel).update_one(value)
+                }
+                (None, ChannelWrites::Many(values)) => {
+                    self.channels.get_mut(channel).update(values)
                 }
             };
-            let changed = changed.map_err(|err| err.at_key(self.name(channel)))?;
-            if changed {
-                self.versions[channel] = Some(next);
-                self.modified[channel] = epoch;
-                bumped = true;
-                if self.channels.get(channel).is_available() && self.mark[channel] != epoch {
-                    self.mark[channel] = epoch;
-                    updated.push(channel);
-                }
+            if changed.map_err(|err| err.at_key(self.name(channel)))? {
+                self.record_change(channel, step);
             }
         }
-
-        drop(pending);
-        self.write_buf = writes;
-        fresh.clear();
-        self.fresh_buf = fresh;
-
-        // Channels not written this step hear about the new step (ephemeral
-        // values clear themselves).
-        if bump_step {
-            let live = std::mem::take(&mut self.live);
-            for channel in &live {
-                let channel = *channel;
-                if self.mark[channel] == epoch
-                    || !graph.hears_new_steps[channel]
-                    || !self.channels.get(channel).is_available()
-                {
-                    continue;
-                }
-                if Self::hear_new_step(&mut self.channels, graph, channel)? {
-                    self.versions[channel] = Some(next);
-                    self.modified[channel] = epoch;
-                    bumped = true;
-                    if self.channels.get(channel).is_available() {
-                        self.mark[channel] = epoch;
-                        updated.push(channel);
-                    }
-                }
-            }
-            self.live = live;
-        }
-
-        // Tentatively the last step: let channels finish (deferred nodes).
-        let mut finished = Vec::new();
-        if bump_step && !updated.iter().any(|c| graph.is_trigger[*c]) {
-            for channel in 0..self.channels.len() {
-                if !self.channels.touched(channel) && !graph.finishes_initially[channel] {
-                    continue;
-                }
-                if self.channels.get_mut(channel).finish() {
-                    self.versions[channel] = Some(next);
-                    self.modified[channel] = epoch;
-                    bumped = true;
-                    finished.push(channel);
-                    if self.channels.get(channel).is_available() && self.mark[channel] != epoch {
-                        self.mark[channel] = epoch;
-                        updated.push(channel);
-                    }
-                }
-            }
-        }
-
-        if bumped {
-            self.max_version = Some(next);
-        }
-        // The channels available now: previously live ones that still are,
-        // plus the updated ones.
-        let mut live: Vec<ChannelId> = std::mem::take(&mut self.live);
-        live.extend(updated.iter().copied());
-        live.extend(finished);
-        live.sort_unstable();
-        live.dedup();
-        live.retain(|c| self.channels.get(*c).is_available());
-        self.live = live;
-        Ok(updated)
+        Ok(())
     }
+
+    /// A channel changed in this step: it gets the step's version and, when
+    /// available, goes in the step's updated channels (once).
+    fn record_change(&mut self, channel: ChannelId, step: &mut StepChanges) {
+        self.versions[channel] = Some(step.next);
+        self.modified[channel] = step.epoch;
+        step.bumped = true;
+        if self.mark[channel] != step.epoch && self.channels.get(channel).is_available() {
+            self.mark[channel] = step.epoch;
+            step.updated.push(channel);
+        }
+    }
+}
+
+/// A step's writes to one channel: usually one, so no list is made.
+enum ChannelWrites {
+    One(Value),
+    Many(Vec<Value>),
+}
+
+/// What one application of writes changed so far.
+struct StepChanges {
+    // The version channels changed in this step get.
+    next: ChannelVersion,
+    // The step's epoch (`Loop::mark`, `Loop::modified`).
+    epoch: u64,
+    // Whether any channel got `next`.
+    bumped: bool,
+    // The channels changed and available, each once.
+    updated: Vec<ChannelId>,
 }
 
 impl FreshReader for Loop {

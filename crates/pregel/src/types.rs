@@ -323,11 +323,52 @@ impl std::ops::BitOr<StreamMode> for StreamModes {
     }
 }
 
+/// The subgraph path of a chunk (`["node:task_id", ...]`), empty for the
+/// root graph. Reads as a `[String]` slice; the root graph's empty path is
+/// held without an allocation, so copying it into every chunk costs nothing.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Namespace(Option<Arc<[String]>>);
+
+impl Namespace {
+    /// The root graph's empty path.
+    pub const ROOT: Self = Self(None);
+}
+
+impl std::ops::Deref for Namespace {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+impl From<Vec<String>> for Namespace {
+    fn from(labels: Vec<String>) -> Self {
+        if labels.is_empty() {
+            Self::ROOT
+        } else {
+            Self(Some(Arc::from(labels)))
+        }
+    }
+}
+
+impl fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Namespace {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 /// One item of a run's stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamChunk {
     /// The subgraph path (`["node:task_id", ...]`), empty for the root graph.
-    pub namespace: Arc<[String]>,
+    pub namespace: Namespace,
     /// The mode that produced the chunk.
     pub mode: StreamMode,
     /// The payload, shaped as LangGraph's.

@@ -1108,7 +1108,7 @@ pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
     let sink = Sink {
         queue: Arc::default(),
         modes: StreamModes::NONE,
-        namespace: Arc::from(Vec::new()),
+        namespace: crate::types::Namespace::ROOT,
         shown: graph.stream.clone(),
         seen: super::SeenMessages::default(),
         latest_only: false,
