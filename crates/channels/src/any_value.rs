@@ -40,6 +40,10 @@ impl<T: StateValue> Channel for AnyValue<T> {
         self.slot.is_set()
     }
 
+    fn is_initial(&self) -> bool {
+        !self.slot.is_set()
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         match values.into_iter().next_back() {
             Some(last) => self.slot.set(last).map(|()| true),

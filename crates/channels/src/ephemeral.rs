@@ -55,6 +55,10 @@ impl<T: StateValue> Channel for EphemeralValue<T> {
         self.slot.is_set()
     }
 
+    fn is_initial(&self) -> bool {
+        !self.slot.is_set()
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         match single_write(values, self.guard, "EphemeralValue")? {
             Some(value) => self.slot.set(value).map(|()| true),

@@ -58,6 +58,10 @@ impl<T: StateValue> Channel for LastValue<T> {
         self.slot.is_set()
     }
 
+    fn is_initial(&self) -> bool {
+        !self.slot.is_set()
+    }
+
     fn ignores_empty_updates(&self) -> bool {
         true
     }

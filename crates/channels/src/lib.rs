@@ -138,6 +138,15 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
         false
     }
 
+    /// Whether the channel is in its initial state, the one `restore(None)`
+    /// gives (an empty value, an empty topic). Two copies of one channel
+    /// that are both in it are interchangeable, so the runtime drops its
+    /// copy of a channel that returns to the state of its spec. The
+    /// default, `false`, is always correct.
+    fn is_initial(&self) -> bool {
+        false
+    }
+
     /// Marks the value as read by a subscribed node.
     fn consume(&mut self) -> bool {
         false

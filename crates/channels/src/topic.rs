@@ -103,6 +103,10 @@ impl<T: StateValue> Channel for Topic<T> {
         !self.values.is_empty()
     }
 
+    fn is_initial(&self) -> bool {
+        self.values.is_empty()
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         let mut new_items = Vec::new();
         for value in values {

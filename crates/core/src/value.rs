@@ -2,7 +2,7 @@
 
 use std::any::{Any, type_name};
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -94,9 +94,20 @@ impl<T: Serialize + Send + Sync + 'static> Object for T {
 /// reads back, or what a dynamic JSON state holds). [`Value::decode`] returns the
 /// concrete type either way.
 ///
-/// Cloning a `Value` is a reference-count increment.
+/// Cloning a `Value` is a reference-count increment (nothing at all for
+/// `null`, which every edge of a graph writes and is held inline).
 #[derive(Clone)]
-pub struct Value(Arc<dyn Object>);
+pub struct Value(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// JSON `null`, without an allocation or a reference count.
+    Null,
+    Shared(Arc<dyn Object>),
+}
+
+/// What an inline `null` reads as.
+static NULL_JSON: serde_json::Value = serde_json::Value::Null;
 
 impl Value {
     /// Wraps a live value (a `Value` is returned as is, never nested).
@@ -107,7 +118,7 @@ impl Value {
             return inner;
         }
         match slot {
-            Some(value) => Self(Arc::new(value)),
+            Some(value) => Self(Repr::Shared(Arc::new(value))),
             None => unreachable!("taken only when T is Value, which returned above"),
         }
     }
@@ -121,43 +132,54 @@ impl Value {
                 return (*inner).clone();
             }
         }
-        Self(value)
+        Self(Repr::Shared(value))
     }
 
     /// Wraps plain JSON.
     pub fn from_json(value: serde_json::Value) -> Self {
-        Self(Arc::new(value))
+        match value {
+            serde_json::Value::Null => Self::null(),
+            value => Self(Repr::Shared(Arc::new(value))),
+        }
     }
 
-    /// The JSON `null` value (shared; no allocation).
-    pub fn null() -> Self {
-        static NULL: OnceLock<Value> = OnceLock::new();
-        NULL.get_or_init(|| Self::from_json(serde_json::Value::Null))
-            .clone()
+    /// The JSON `null` value (held inline: no allocation, no reference count).
+    pub const fn null() -> Self {
+        Self(Repr::Null)
+    }
+
+    /// What the value holds.
+    fn object(&self) -> &dyn Object {
+        match &self.0 {
+            Repr::Null => &NULL_JSON,
+            Repr::Shared(object) => &**object,
+        }
     }
 
     /// Whether this value holds a live `T` (not JSON that would decode to one).
     pub fn is<T: Any>(&self) -> bool {
-        self.0.as_any().is::<T>()
+        self.object().as_any().is::<T>()
     }
 
     /// The live `T` inside, if this value holds one.
     pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
-        self.0.as_any().downcast_ref::<T>()
+        self.object().as_any().downcast_ref::<T>()
     }
 
     /// The shared live `T` inside, if this value holds one; otherwise the value back.
     pub fn downcast_arc<T: Any + Send + Sync>(self) -> Result<Arc<T>, Self> {
-        if self.is::<T>() {
-            // Checked just above, so the downcast cannot fail.
-            Ok(self
-                .0
-                .into_any()
-                .downcast::<T>()
-                .unwrap_or_else(|_| unreachable!("type checked before downcast")))
-        } else {
-            Err(self)
+        if !self.is::<T>() {
+            return Err(self);
         }
+        let any = match self.0 {
+            // Asked for as shared JSON: the only copy an inline `null` makes.
+            Repr::Null => Arc::new(serde_json::Value::Null) as Arc<dyn Any + Send + Sync>,
+            Repr::Shared(object) => object.into_any(),
+        };
+        // Checked above, so the downcast cannot fail.
+        Ok(any
+            .downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("type checked before downcast")))
     }
 
     /// The value as a shared live `T` without any conversion: the live value
@@ -177,12 +199,17 @@ impl Value {
 
     /// The Rust type name of what this value holds (`serde_json::value::Value` for JSON).
     pub fn type_name(&self) -> &'static str {
-        self.0.type_name()
+        self.object().type_name()
     }
 
-    /// Whether two values share the same allocation.
+    /// Whether two values share the same allocation (every `null` made by
+    /// [`Value::null`] or [`Value::from_json`] is the same).
     pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        match (&self.0, &other.0) {
+            (Repr::Null, Repr::Null) => true,
+            (Repr::Shared(a), Repr::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// Converts the value to JSON (cloned when it already is JSON).
@@ -194,11 +221,11 @@ impl Value {
         if let Some(json) = self.as_json() {
             return Ok(json.clone());
         }
-        if let Ok(json) = self.0.to_json_value() {
+        if let Ok(json) = self.object().to_json_value() {
             return Ok(json);
         }
         // Serialize again with path tracking, only to say where it failed.
-        serde_path_to_error::serialize(self.0.as_serialize(), serde_json::value::Serializer)
+        serde_path_to_error::serialize(self.object().as_serialize(), serde_json::value::Serializer)
             .map_err(|err| ValueError::Serialize {
                 type_name: self.type_name(),
                 path: err.path().to_string(),
@@ -214,7 +241,7 @@ impl Value {
     /// # Errors
     /// The value's `Serialize` failed (a map with non-string keys, say).
     pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        self.0.write_json(out)
+        self.object().write_json(out)
     }
 
     /// Returns the value as a shared `T`: the live value itself when it is a `T`,
@@ -245,6 +272,9 @@ impl Value {
             return Ok(value);
         }
         match self.downcast_arc::<T>() {
+            // A shared value (the usual case: channels hold it) is cloned
+            // without first trying to take it, which costs an atomic operation.
+            Ok(arc) if Arc::strong_count(&arc) > 1 => Ok((*arc).clone()),
             Ok(arc) => Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())),
             Err(value) => value.decode_from_json::<T>(),
         }
@@ -284,7 +314,7 @@ impl Serialize for Value {
         // serializer every nested entry would cost a dynamic call.
         match self.as_json() {
             Some(json) => json.serialize(serializer),
-            None => erased_serde::serialize(self.0.as_serialize(), serializer),
+            None => erased_serde::serialize(self.object().as_serialize(), serializer),
         }
     }
 }
@@ -468,6 +498,27 @@ mod tests {
     #[test]
     fn null_is_shared() {
         assert!(Value::null().ptr_eq(&Value::null()));
+    }
+
+    #[test]
+    fn null_is_json_null_everywhere() {
+        let null = Value::null();
+        assert!(null.ptr_eq(&Value::from_json(serde_json::Value::Null)));
+        assert_eq!(null.as_json(), Some(&serde_json::Value::Null));
+        assert_eq!(null.type_name(), Value::from_json(json!(1)).type_name());
+        assert_eq!(null.to_json().unwrap(), serde_json::Value::Null);
+        assert_eq!(serde_json::to_string(&null).unwrap(), "null");
+        let mut text = Vec::new();
+        null.write_json(&mut text).unwrap();
+        assert_eq!(text, b"null");
+        assert_eq!(null, Value::new(serde_json::Value::Null));
+        assert_eq!(
+            null.clone().decode::<Option<i64>>().unwrap().as_ref(),
+            &None
+        );
+        let shared = null.clone().downcast_arc::<serde_json::Value>().unwrap();
+        assert_eq!(*shared, serde_json::Value::Null);
+        assert!(null.downcast_arc::<String>().is_err());
         assert_eq!(Value::null().to_json().unwrap(), serde_json::Value::Null);
     }
 }

@@ -256,7 +256,7 @@ fn with_managed(func: NodeFn, managed: Vec<(Arc<str>, Managed)>) -> NodeFn {
     if managed.is_empty() {
         return func;
     }
-    Arc::new(move |input: Value, ctx: TaskContext| {
+    Arc::new(move |input: Value, ctx: &TaskContext| {
         let input = match input.downcast_ref::<StateValues>() {
             Some(state) if !ctx.is_push() => {
                 Value::new(add_managed(state.clone(), &managed, ctx.remaining_steps()))

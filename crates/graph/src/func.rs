@@ -106,8 +106,9 @@ impl Entrypoint {
         E: Into<NodeError> + 'static,
     {
         let f = Arc::new(f);
-        let func: NodeFn = Arc::new(move |input: Value, ctx: TaskContext| {
+        let func: NodeFn = Arc::new(move |input: Value, ctx: &TaskContext| {
             let f = f.clone();
+            let ctx = ctx.clone();
             Box::pin(async move {
                 let state = input
                     .downcast_ref::<StateValues>()

@@ -117,16 +117,11 @@ where
     E: Into<NodeError> + 'static,
 {
     fn into_node_fn(self) -> NodeFn {
-        let f = Arc::new(self);
-        Arc::new(move |input: Value, _ctx: TaskContext| {
-            let f = f.clone();
-            Box::pin(async move {
-                let input = I::from_input(input)?;
-                f(input)
-                    .await
-                    .map(IntoNodeOutput::into_node_output)
-                    .map_err(Into::into)
-            })
+        Arc::new(move |input: Value, _ctx: &TaskContext| {
+            // The function is called here, not in the future: its future
+            // owns what it needs, so the function itself is not shared.
+            let run = I::from_input(input).map(&self);
+            Box::pin(output_of(run))
         })
     }
 }
@@ -140,18 +135,24 @@ where
     E: Into<NodeError> + 'static,
 {
     fn into_node_fn(self) -> NodeFn {
-        let f = Arc::new(self);
-        Arc::new(move |input: Value, ctx: TaskContext| {
-            let f = f.clone();
-            Box::pin(async move {
-                let input = I::from_input(input)?;
-                f(input, ctx)
-                    .await
-                    .map(IntoNodeOutput::into_node_output)
-                    .map_err(Into::into)
-            })
+        Arc::new(move |input: Value, ctx: &TaskContext| {
+            let run = I::from_input(input).map(|input| self(input, ctx.clone()));
+            Box::pin(output_of(run))
         })
     }
+}
+
+/// The runtime's output of a node function's future (or of the input the
+/// function could not take).
+async fn output_of<Fut, O, E>(run: Result<Fut, NodeError>) -> Result<NodeOutput, NodeError>
+where
+    Fut: Future<Output = Result<O, E>>,
+    O: IntoNodeOutput,
+    E: Into<NodeError>,
+{
+    run?.await
+        .map(IntoNodeOutput::into_node_output)
+        .map_err(Into::into)
 }
 
 /// One destination chosen by a router.
@@ -288,8 +289,9 @@ pub struct Subgraph;
 /// command becomes this node's output in the parent.
 impl IntoNode<Subgraph> for crate::CompiledStateGraph {
     fn into_node_fn(self) -> NodeFn {
-        Arc::new(move |input: Value, ctx: TaskContext| {
+        Arc::new(move |input: Value, ctx: &TaskContext| {
             let graph = self.clone();
+            let ctx = ctx.clone();
             Box::pin(async move {
                 let config = ctx.config().clone();
                 match graph

@@ -407,8 +407,9 @@ fn tool_error_class(error: &ToolError) -> &'static str {
 impl IntoNode<ToolNode> for ToolNode {
     fn into_node_fn(self) -> NodeFn {
         let node = Arc::new(self);
-        Arc::new(move |input: Value, ctx: TaskContext| {
+        Arc::new(move |input: Value, ctx: &TaskContext| {
             let node = node.clone();
+            let ctx = ctx.clone();
             Box::pin(async move { node.run(input, ctx).await })
         })
     }

@@ -467,7 +467,7 @@ fn default_format_error(error: &ValidationError, _call: &ToolCall) -> String {
 impl IntoNode<ValidationNode> for ValidationNode {
     fn into_node_fn(self) -> NodeFn {
         let node = Arc::new(self);
-        Arc::new(move |input: Value, _ctx: TaskContext| {
+        Arc::new(move |input: Value, _ctx: &TaskContext| {
             let node = node.clone();
             Box::pin(async move { node.run(input).await })
         })

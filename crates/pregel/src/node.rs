@@ -5,7 +5,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -53,9 +53,11 @@ impl From<serde_json::Value> for NodeOutput {
     }
 }
 
-/// The boxed node function the runtime calls: input and context in, output out.
+/// The boxed node function the runtime calls: input in, output out. The
+/// task's context is lent for the call: a function whose future needs it
+/// clones it (a function that ignores it costs nothing).
 pub type NodeFn = Arc<
-    dyn Fn(Value, TaskContext) -> BoxFuture<'static, Result<NodeOutput, NodeError>> + Send + Sync,
+    dyn Fn(Value, &TaskContext) -> BoxFuture<'static, Result<NodeOutput, NodeError>> + Send + Sync,
 >;
 
 /// Wraps an async function or closure as a [`NodeFn`].
@@ -65,8 +67,8 @@ where
     Fut: Future<Output = Result<O, NodeError>> + Send + 'static,
     O: Into<NodeOutput>,
 {
-    Arc::new(move |input, ctx| {
-        let fut = f(input, ctx);
+    Arc::new(move |input, ctx: &TaskContext| {
+        let fut = f(input, ctx.clone());
         Box::pin(async move { fut.await.map(Into::into) })
     })
 }
@@ -468,6 +470,9 @@ pub(crate) struct ChunkQueue {
     // How many chunks wait, kept beside the lock so that the loop's check
     // after every step is a plain load. Written under the lock only.
     waiting: AtomicUsize,
+    // Set by the run's loop when it returns `Pending` only to let the
+    // stream hand out chunks (`Loop::yield_to_stream`), taken by the stream.
+    yielded: AtomicBool,
 }
 
 impl ChunkQueue {
@@ -485,6 +490,21 @@ impl ChunkQueue {
     /// a little later); one that happened before this call always is.
     pub(crate) fn has_pending(&self) -> bool {
         self.waiting.load(Ordering::Relaxed) != 0
+    }
+
+    /// Marks that the run's loop yields to its stream without waking it.
+    pub(crate) fn mark_yield(&self) {
+        self.yielded.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the run's loop last returned `Pending` to yield (it is then
+    /// ready to go on at once); clears the mark.
+    pub(crate) fn take_yield(&self) -> bool {
+        // A load first: the usual answer needs no write.
+        self.yielded.load(Ordering::Relaxed) && {
+            self.yielded.store(false, Ordering::Relaxed);
+            true
+        }
     }
 
     /// Moves every waiting chunk to the end of `into`.

@@ -184,7 +184,7 @@ where
 pub(crate) async fn once(
     func: &crate::NodeFn,
     input: Value,
-    ctx: TaskContext,
+    ctx: &TaskContext,
 ) -> Result<NodeOutput, NodeError> {
     guarded(|| func(input, ctx)).await
 }

@@ -332,9 +332,17 @@ impl Stream for RunStream {
                 }
                 Poll::Pending => {
                     // The loop yields with chunks waiting; hand them out first.
+                    let yielded = self.queue.take_yield();
                     return match self.pop(true) {
                         Some(chunk) => Poll::Ready(Some(Ok(chunk))),
-                        None => Poll::Pending,
+                        None => {
+                            if yielded {
+                                // The chunks went to a parent's queue; the
+                                // loop can go on as soon as we are polled.
+                                cx.waker().wake_by_ref();
+                            }
+                            Poll::Pending
+                        }
                     };
                 }
             }
@@ -358,21 +366,37 @@ fn print_chunk(chunk: &StreamChunk) {
     }
 }
 
-/// Returns `Pending` once (waking itself), so the stream can hand out chunks.
-struct YieldNow(bool);
+/// Returns `Pending` once, without waking anyone: only for the run's own
+/// loop, after it marked the yield on its queue (`ChunkQueue::mark_yield`).
+/// The run's stream, its only poller, then hands out the waiting chunks
+/// and polls the loop again when asked for the next one; if its own queue
+/// has none (they went to a parent's queue), it wakes its task itself.
+/// Waking through the runtime's waker at every step would cost more.
+struct YieldToStream(bool);
 
-impl Future for YieldNow {
+impl Future for YieldToStream {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
         if self.0 {
             Poll::Ready(())
         } else {
             self.0 = true;
-            cx.waker().wake_by_ref();
             Poll::Pending
         }
     }
+}
+
+/// Points a context at a task of step `step` in a run that stops at `stop`.
+fn fill_task_context(ctx: &mut TaskContext, task: &Task, step: i64, stop: i64) {
+    ctx.node = task.node;
+    ctx.step = step;
+    ctx.push = match task.path {
+        TaskPath::Pull(_) | TaskPath::Update(_) => None,
+        TaskPath::Push(idx) => Some(idx),
+    };
+    ctx.remaining_steps = stop - step;
+    ctx.pad.clone_from(&task.pad);
 }
 
 /// Where a task comes from; orders the application of writes.
@@ -475,6 +499,11 @@ struct Loop {
     limit: usize,
     // Shared with every task of the run.
     run: Arc<RunInfo>,
+    // The context lent to the node of a step's only task (the node is
+    // called while the loop waits, and one that keeps its context clones
+    // it, so the others cost no reference count), and copied for each
+    // task of a step with several.
+    ctx: TaskContext,
     // Per channel: the epoch of its last change (value or availability).
     modified: Vec<u64>,
     // Per read set: the input built for it and the epoch it was built at.
@@ -565,6 +594,19 @@ impl Loop {
             .recursion_limit
             .unwrap_or(DEFAULT_RECURSION_LIMIT);
         let triggers = graph.nodes.iter().map(|n| n.triggers.len()).sum();
+        let run = Arc::new(run);
+        let ctx = TaskContext {
+            run: run.clone(),
+            node: 0,
+            step: -1,
+            push: None,
+            remaining_steps: 0,
+            pad: None,
+            attempt: 1,
+            progress: None,
+            failure: None,
+            scope: None,
+        };
         Self {
             seen: vec![None; triggers],
             ran: vec![false; graph.nodes.len()],
@@ -577,7 +619,8 @@ impl Loop {
             step: -1,
             stop: 0,
             limit,
-            run: Arc::new(run),
+            run,
+            ctx,
             modified: vec![0; count],
             input_cache: std::cell::RefCell::new(vec![None; graph.read_sets.len()]),
             task_buf: Vec::new(),
@@ -733,7 +776,8 @@ impl Loop {
                 return Ok(());
             }
             if self.run.sinks().any(Sink::has_pending) {
-                YieldNow(false).await;
+                self.run.sink.queue.mark_yield();
+                YieldToStream(false).await;
             }
         }
     }
@@ -1017,22 +1061,11 @@ impl Loop {
         })
     }
 
+    /// A task's own context, for a task that runs beside others.
     fn task_context(&self, task: &Task) -> TaskContext {
-        TaskContext {
-            run: self.run.clone(),
-            node: task.node,
-            step: self.step,
-            push: match task.path {
-                TaskPath::Pull(_) | TaskPath::Update(_) => None,
-                TaskPath::Push(idx) => Some(idx),
-            },
-            remaining_steps: self.stop - self.step,
-            pad: task.pad.clone(),
-            attempt: 1,
-            progress: None,
-            failure: None,
-            scope: None,
-        }
+        let mut ctx = self.ctx.clone();
+        fill_task_context(&mut ctx, task, self.step, self.stop);
+        ctx
     }
 
     /// Runs a step's tasks. With a checkpointer, the previous checkpoint's
@@ -1123,8 +1156,8 @@ impl Loop {
                         task.input.take()
                     };
                     let input = input.unwrap_or_else(Value::null);
-                    let ctx = self.task_context(task);
-                    let run = run_node(graph, task.node, input, ctx);
+                    fill_task_context(&mut self.ctx, task, self.step, self.stop);
+                    let run = run_node(graph, task.node, input, &self.ctx);
                     match self.task_observer(task) {
                         Some(observer) => observe(observer, run.boxed()).await,
                         None => run.await,
@@ -1159,7 +1192,7 @@ impl Loop {
                     let input = task.input.clone().unwrap_or_else(Value::null);
                     let ctx = self.task_context(task);
                     let run =
-                        async move { (index, run_node(&graph, node, input, ctx).await) }.boxed();
+                        async move { (index, run_node(&graph, node, input, &ctx).await) }.boxed();
                     running.push(match self.task_observer(task) {
                         Some(observer) => observe(observer, run).boxed(),
                         None => run,
@@ -1686,6 +1719,7 @@ impl Loop {
             && self.hear_new_step(sends)?
         {
             self.record_change(sends, &mut step);
+            self.channels.release_if_initial(sends);
         }
         let mut fresh = std::mem::take(&mut self.fresh_buf);
         let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
@@ -1706,6 +1740,7 @@ impl Loop {
                     && self.hear_new_step(channel)?
                 {
                     self.record_change(channel, &mut step);
+                    self.channels.release_if_initial(channel);
                 }
             }
         }
@@ -2076,14 +2111,14 @@ impl Serialize for InputCommand {
 /// Runs a task's node: a node with no retry policy, timeout or error
 /// handler (most nodes) in one guarded attempt with a small future; any
 /// other through [`run_task`], boxed.
-fn run_node(
-    graph: &PregelInner,
+fn run_node<'a>(
+    graph: &'a PregelInner,
     node: NodeId,
     input: Value,
-    ctx: TaskContext,
+    ctx: &'a TaskContext,
 ) -> impl Future<Output = (Option<NodeId>, std::result::Result<NodeOutput, NodeError>)>
 + std::marker::Send
-+ '_ {
++ 'a {
     use futures::future::Either;
     let spec = &graph.nodes[node];
     let settings = spec.settings();
@@ -2096,7 +2131,7 @@ fn run_node(
         }
         // Retries, timeouts and error handlers: boxed, so the common
         // case's future stays small.
-        _ => Either::Right(run_task(graph, node, input, ctx).boxed()),
+        _ => Either::Right(run_task(graph, node, input, ctx.clone()).boxed()),
     }
 }
 
@@ -2178,7 +2213,7 @@ fn run_with_retry<'a>(
         return Either::Left(retry::with_retry(name, policies, move |attempt| {
             let mut ctx = ctx.clone();
             ctx.attempt = attempt;
-            func(input.clone(), ctx)
+            func(input.clone(), &ctx)
         }));
     };
     Either::Right(retry::with_retry(name, policies, move |attempt| {
@@ -2188,7 +2223,7 @@ fn run_with_retry<'a>(
         async move {
             crate::timeout::attempt(name, &policy, |progress| {
                 ctx.progress = progress;
-                func(input, ctx)
+                func(input, &ctx)
             })
             .await
         }

@@ -13,7 +13,7 @@ use crate::graph::PregelInner;
 
 pub(crate) struct RunChannels {
     graph: Arc<PregelInner>,
-    // Invariant: `None` means the channel is still in its spec's initial state.
+    // Invariant: `None` means the channel is in its spec's state.
     own: Vec<Option<Box<dyn Channel>>>,
 }
 
@@ -58,7 +58,21 @@ impl RunChannels {
             .unwrap_or_else(|| self.graph.channels[channel].boxed_clone())
     }
 
-    /// Whether the channel was ever changed in this run.
+    /// Drops the run's copy of a channel that is back in its initial state
+    /// when its spec is too: the two are then the same, and reading the
+    /// spec again frees the copy now instead of at the end of the run (a
+    /// long chain's trigger channels would otherwise pile up, one per node).
+    pub(crate) fn release_if_initial(&mut self, channel: ChannelId) {
+        if self.own[channel]
+            .as_ref()
+            .is_some_and(|own| own.is_initial() && self.graph.channels[channel].is_initial())
+        {
+            self.own[channel] = None;
+        }
+    }
+
+    /// Whether the channel changed in this run and is not back in the state
+    /// of its spec.
     pub(crate) fn touched(&self, channel: ChannelId) -> bool {
         self.own[channel].is_some()
     }

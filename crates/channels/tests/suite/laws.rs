@@ -75,6 +75,31 @@ proptest! {
         }
     }
 
+    /// A channel that says it is in its initial state is indistinguishable
+    /// from a copy restored to nothing, now and after more steps: the
+    /// runtime then drops its copy and reads the spec instead.
+    #[test]
+    fn an_initial_channel_is_its_restored_initial_state(
+        channel in channel_in_state(),
+        writes in prop::collection::vec(0_i64..100, 0..3),
+    ) {
+        if channel.is_initial() {
+            let mut copy = channel.boxed_clone();
+            let mut fresh = channel.from_checkpoint(None).unwrap();
+            let checkpoint = |c: &dyn Channel| c.checkpoint().map(|v| v.to_json().unwrap());
+            prop_assert_eq!(observe(copy.as_ref()), observe(fresh.as_ref()));
+            prop_assert_eq!(checkpoint(copy.as_ref()), checkpoint(fresh.as_ref()));
+            let step = vals(writes);
+            prop_assert_eq!(
+                copy.update(step.clone()).map_err(|e| e.to_string()),
+                fresh.update(step).map_err(|e| e.to_string())
+            );
+            prop_assert_eq!(copy.finish(), fresh.finish());
+            prop_assert_eq!(observe(copy.as_ref()), observe(fresh.as_ref()));
+            prop_assert_eq!(checkpoint(copy.as_ref()), checkpoint(fresh.as_ref()));
+        }
+    }
+
     /// Writes of one step fold left in order: one update with all writes
     /// equals one update per write.
     #[test]
