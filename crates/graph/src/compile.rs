@@ -155,10 +155,7 @@ impl StateGraph {
                 continue;
             }
             let target = routing.branch_channel(end)?;
-            node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
-                writes.push((target, Value::null()));
-                Ok(())
-            }));
+            node_mut(&mut builder, start)?.add_constant_write(target, Value::null());
         }
 
         for (starts, end) in self.waiting_edges.iter() {
@@ -176,11 +173,7 @@ impl StateGraph {
             };
             node_mut(&mut builder, end)?.add_trigger(id);
             for start in starts {
-                let name = Value::new(start.clone());
-                node_mut(&mut builder, start)?.add_writer(Arc::new(move |_ctx, writes| {
-                    writes.push((id, name.clone()));
-                    Ok(())
-                }));
+                node_mut(&mut builder, start)?.add_constant_write(id, Value::new(start.clone()));
             }
         }
 

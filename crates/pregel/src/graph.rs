@@ -134,6 +134,8 @@ pub(crate) struct PregelInner {
     pub(crate) node_read_set: Vec<usize>,
     // Per node: where its triggers' seen versions start in a run's flat table.
     pub(crate) seen_offset: Vec<usize>,
+    // The size of that table: every node's triggers.
+    pub(crate) seen_len: usize,
     // Channels available before anything is written.
     pub(crate) initially_live: Vec<ChannelId>,
     // Channels whose `finish` changes them even before any write.
@@ -671,6 +673,7 @@ impl PregelBuilder {
                 read_sets,
                 node_read_set,
                 seen_offset,
+                seen_len: offset,
                 initially_live,
                 finishes_initially,
                 hears_new_steps,

@@ -274,7 +274,7 @@ pub struct PregelNode {
     pub(crate) triggers: Vec<ChannelId>,
     pub(crate) reads: Reads,
     pub(crate) func: Option<NodeFn>,
-    pub(crate) writers: Vec<Writer>,
+    pub(crate) writers: Vec<NodeWriter>,
     pub(crate) hidden: bool,
     // Whether the node runs a subgraph (shown in checkpoint events).
     pub(crate) subgraph: bool,
@@ -284,6 +284,31 @@ pub struct PregelNode {
     // Settings most nodes leave unset, boxed: a compiler moves each node
     // several times, so a small node keeps compiling a large graph cheap.
     settings: Option<Box<NodeSettings>>,
+}
+
+/// One of a node's writers, run in the order they were added.
+#[derive(Clone)]
+pub(crate) enum NodeWriter {
+    Fn(Writer),
+    /// A write that does not depend on the output, kept in the node itself
+    /// (a chain's edges: no call, nothing to follow).
+    Constant(ChannelId, Value),
+}
+
+impl NodeWriter {
+    pub(crate) fn write(
+        &self,
+        ctx: &WriteContext<'_>,
+        writes: &mut Vec<(ChannelId, Value)>,
+    ) -> Result<(), PregelError> {
+        match self {
+            Self::Fn(writer) => writer(ctx, writes),
+            Self::Constant(channel, value) => {
+                writes.push((*channel, value.clone()));
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A node's retry, cache, timeout, error handler and metadata.
@@ -325,7 +350,7 @@ impl PregelNode {
             triggers,
             reads,
             func,
-            writers,
+            writers: writers.into_iter().map(NodeWriter::Fn).collect(),
             hidden: false,
             subgraph: false,
             fresh_reads: Vec::new(),
@@ -336,6 +361,17 @@ impl PregelNode {
     /// The node's retry, cache, timeout, error handler and metadata.
     pub(crate) fn settings(&self) -> &NodeSettings {
         self.settings.as_deref().unwrap_or(&DEFAULT_SETTINGS)
+    }
+
+    /// Whether the node runs in one attempt with nothing around it: no
+    /// retry policy, timeout or error handler (read without following the
+    /// settings of a node that has none: setting a default allocates none).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.settings.as_deref().is_none_or(|settings| {
+            settings.error_handler.is_none()
+                && settings.retry.is_empty()
+                && settings.timeout.is_none()
+        })
     }
 
     fn settings_mut(&mut self) -> &mut NodeSettings {
@@ -367,12 +403,16 @@ impl PregelNode {
     /// the failed node's (its updates, its `Command` routing; the failed
     /// node's edges do not fire). A failing handler fails the run.
     pub fn set_error_handler(&mut self, handler: Option<&str>) {
-        self.settings_mut().error_handler = handler.map(Arc::from);
+        if handler.is_some() || self.settings.is_some() {
+            self.settings_mut().error_handler = handler.map(Arc::from);
+        }
     }
 
     /// Limits how long each attempt of the node may take.
     pub fn set_timeout(&mut self, policy: Option<crate::TimeoutPolicy>) {
-        self.settings_mut().timeout = policy;
+        if policy.is_some() || self.settings.is_some() {
+            self.settings_mut().timeout = policy;
+        }
     }
 
     /// Marks the node as running a subgraph (checkpoint events then show
@@ -390,12 +430,21 @@ impl PregelNode {
 
     /// Adds a writer.
     pub fn add_writer(&mut self, writer: Writer) {
-        self.writers.push(writer);
+        self.writers.push(NodeWriter::Fn(writer));
+    }
+
+    /// Adds a writer that writes `value` to `channel` whatever the node
+    /// returned (an edge): the same as a writer pushing that pair, without
+    /// a call.
+    pub fn add_constant_write(&mut self, channel: ChannelId, value: Value) {
+        self.writers.push(NodeWriter::Constant(channel, value));
     }
 
     /// Sets the retry policies (the first whose `retry_on` matches applies).
     pub fn set_retry(&mut self, policies: Vec<RetryPolicy>) {
-        self.settings_mut().retry = policies;
+        if !policies.is_empty() || self.settings.is_some() {
+            self.settings_mut().retry = policies;
+        }
     }
 
     /// Hides the node's output from the `updates` stream (LangGraph's `TAG_HIDDEN`).
@@ -413,7 +462,9 @@ impl PregelNode {
     /// `messages` stream shows with each message, after the `langgraph_*`
     /// keys, which it may replace, as LangGraph's node metadata).
     pub fn set_metadata(&mut self, metadata: stategraph_core::JsonMap) {
-        self.settings_mut().metadata = metadata;
+        if !metadata.is_empty() || self.settings.is_some() {
+            self.settings_mut().metadata = metadata;
+        }
     }
 }
 

@@ -593,7 +593,6 @@ impl Loop {
             .config
             .recursion_limit
             .unwrap_or(DEFAULT_RECURSION_LIMIT);
-        let triggers = graph.nodes.iter().map(|n| n.triggers.len()).sum();
         let run = Arc::new(run);
         let ctx = TaskContext {
             run: run.clone(),
@@ -608,7 +607,7 @@ impl Loop {
             scope: None,
         };
         Self {
-            seen: vec![None; triggers],
+            seen: vec![None; graph.seen_len],
             ran: vec![false; graph.nodes.len()],
             channels,
             versions: vec![None; count],
@@ -1032,8 +1031,12 @@ impl Loop {
     /// set until one of its channels changes.
     fn read_map(&self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
         let mut cache = self.input_cache.borrow_mut();
+        // The read set's channel list is shared by its nodes (warm in the
+        // cache), unlike each node's own key list.
         if let Some((built, value)) = &cache[set]
-            && keys.iter().all(|(_, c)| self.modified[*c] <= *built)
+            && self.graph.read_sets[set]
+                .iter()
+                .all(|c| self.modified[*c] <= *built)
         {
             return value.clone();
         }
@@ -1512,7 +1515,7 @@ impl Loop {
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         self.fresh_reads.borrow_mut().clear();
         for writer in &node.writers {
-            writer(&ctx, &mut writes)?;
+            writer.write(&ctx, &mut writes)?;
         }
         let mut reads = self.fresh_reads.borrow_mut();
         if !reads.is_empty() {
@@ -2121,12 +2124,9 @@ fn run_node<'a>(
 + 'a {
     use futures::future::Either;
     let spec = &graph.nodes[node];
-    let settings = spec.settings();
-    let plain =
-        settings.error_handler.is_none() && settings.retry.is_empty() && settings.timeout.is_none();
     match &spec.func {
         // Most nodes: one attempt, nothing else around it.
-        Some(func) if plain => {
+        Some(func) if spec.is_plain() => {
             Either::Left(retry::once(func, input, ctx).map(|result| (None, result)))
         }
         // Retries, timeouts and error handlers: boxed, so the common

@@ -5,6 +5,7 @@
 
 mod builder;
 mod command_input;
+mod constant_writes;
 mod fresh_reads;
 mod invoke_output;
 mod stream_control;
