@@ -44,6 +44,10 @@ impl<T: StateValue> Channel for AnyValue<T> {
         !self.slot.is_set()
     }
 
+    fn copy_from(&mut self, other: &dyn Channel) -> bool {
+        crate::copy_same_type(self, other)
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         match values.into_iter().next_back() {
             Some(last) => self.slot.set(last).map(|()| true),

@@ -59,6 +59,10 @@ impl<T: StateValue> Channel for EphemeralValue<T> {
         !self.slot.is_set()
     }
 
+    fn copy_from(&mut self, other: &dyn Channel) -> bool {
+        crate::copy_same_type(self, other)
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         match single_write(values, self.guard, "EphemeralValue")? {
             Some(value) => self.slot.set(value).map(|()| true),

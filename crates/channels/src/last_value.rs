@@ -62,6 +62,10 @@ impl<T: StateValue> Channel for LastValue<T> {
         !self.slot.is_set()
     }
 
+    fn copy_from(&mut self, other: &dyn Channel) -> bool {
+        crate::copy_same_type(self, other)
+    }
+
     fn ignores_empty_updates(&self) -> bool {
         true
     }

@@ -11,6 +11,7 @@ mod slot;
 mod topic;
 mod untracked;
 
+use std::any::Any;
 use std::fmt;
 
 use stategraph_core::{ErrorKind, Value, ValueError};
@@ -108,7 +109,7 @@ impl From<ValueError> for ChannelError {
 /// - `checkpoint` returns the value to persist (`None` = nothing to persist);
 ///   `restore` replaces the channel's content by a checkpointed one (`None` =
 ///   back to the initial state), so `c.restore(c.checkpoint())` is a no-op.
-pub trait Channel: Send + Sync + fmt::Debug + 'static {
+pub trait Channel: Any + Send + Sync + fmt::Debug + 'static {
     /// The current value (a cheap shared handle), or `None` when empty.
     fn get(&self) -> Option<Value>;
 
@@ -144,6 +145,15 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
     /// copy of a channel that returns to the state of its spec. The
     /// default, `false`, is always correct.
     fn is_initial(&self) -> bool {
+        false
+    }
+
+    /// Makes this channel a copy of `other` when both are the same kind of
+    /// channel (the same Rust type) and says whether it did; the runtime
+    /// reuses the allocation of a copy it dropped this way. The default,
+    /// `false` (nothing copied), is always correct.
+    fn copy_from(&mut self, other: &dyn Channel) -> bool {
+        let _ = other;
         false
     }
 
@@ -191,6 +201,17 @@ pub trait Channel: Send + Sync + fmt::Debug + 'static {
 impl Clone for Box<dyn Channel> {
     fn clone(&self) -> Self {
         self.boxed_clone()
+    }
+}
+
+/// [`Channel::copy_from`] for a channel type that can be cloned.
+pub(crate) fn copy_same_type<C: Channel + Clone>(this: &mut C, other: &dyn Channel) -> bool {
+    match (other as &dyn Any).downcast_ref::<C>() {
+        Some(other) => {
+            this.clone_from(other);
+            true
+        }
+        None => false,
     }
 }
 

@@ -107,6 +107,10 @@ impl<T: StateValue> Channel for Topic<T> {
         self.values.is_empty()
     }
 
+    fn copy_from(&mut self, other: &dyn Channel) -> bool {
+        crate::copy_same_type(self, other)
+    }
+
     fn update(&mut self, values: Vec<Value>) -> Result<bool> {
         let mut new_items = Vec::new();
         for value in values {

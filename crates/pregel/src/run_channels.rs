@@ -15,13 +15,23 @@ pub(crate) struct RunChannels {
     graph: Arc<PregelInner>,
     // Invariant: `None` means the channel is in its spec's state.
     own: Vec<Option<Box<dyn Channel>>>,
+    // Copies dropped by `release_if_initial`, whose allocations the next
+    // copies reuse (a chain writes one trigger channel per step).
+    spare: Vec<Box<dyn Channel>>,
 }
+
+/// How many dropped copies a run keeps for reuse.
+const SPARE_COPIES: usize = 4;
 
 impl RunChannels {
     pub(crate) fn new(graph: Arc<PregelInner>) -> Self {
         let mut own = Vec::new();
         own.resize_with(graph.channels.len(), || None);
-        Self { graph, own }
+        Self {
+            graph,
+            own,
+            spare: Vec::new(),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -38,9 +48,9 @@ impl RunChannels {
 
     /// Changes a channel, copying it from its spec first if needed.
     pub(crate) fn get_mut(&mut self, channel: ChannelId) -> &mut dyn Channel {
-        let graph = &self.graph;
+        let (graph, spare) = (&self.graph, &mut self.spare);
         self.own[channel]
-            .get_or_insert_with(|| graph.channels[channel].boxed_clone())
+            .get_or_insert_with(|| copy_of(graph.channels[channel].as_ref(), spare))
             .as_mut()
     }
 
@@ -66,8 +76,10 @@ impl RunChannels {
         if self.own[channel]
             .as_ref()
             .is_some_and(|own| own.is_initial() && self.graph.channels[channel].is_initial())
+            && let Some(copy) = self.own[channel].take()
+            && self.spare.len() < SPARE_COPIES
         {
-            self.own[channel] = None;
+            self.spare.push(copy);
         }
     }
 
@@ -76,4 +88,15 @@ impl RunChannels {
     pub(crate) fn touched(&self, channel: ChannelId) -> bool {
         self.own[channel].is_some()
     }
+}
+
+/// A copy of `spec`, made in a spare allocation of the same kind of
+/// channel when there is one.
+fn copy_of(spec: &dyn Channel, spare: &mut Vec<Box<dyn Channel>>) -> Box<dyn Channel> {
+    for i in 0..spare.len() {
+        if spare[i].copy_from(spec) {
+            return spare.swap_remove(i);
+        }
+    }
+    spec.boxed_clone()
 }

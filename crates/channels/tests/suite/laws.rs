@@ -100,6 +100,22 @@ proptest! {
         }
     }
 
+    /// `copy_from` either makes a channel an exact copy of the other (same
+    /// reads, same checkpoint) or, for another kind of channel, says so and
+    /// changes nothing.
+    #[test]
+    fn copy_from_copies_or_changes_nothing(mut target in channel_in_state(), source in channel_in_state()) {
+        let checkpoint = |c: &dyn Channel| c.checkpoint().map(|v| v.to_json().unwrap());
+        let before = (observe(target.as_ref()), checkpoint(target.as_ref()));
+        if target.copy_from(source.as_ref()) {
+            prop_assert_eq!(observe(target.as_ref()), observe(source.as_ref()));
+            prop_assert_eq!(checkpoint(target.as_ref()), checkpoint(source.as_ref()));
+            prop_assert_eq!(target.is_initial(), source.is_initial());
+        } else {
+            prop_assert_eq!((observe(target.as_ref()), checkpoint(target.as_ref())), before);
+        }
+    }
+
     /// Writes of one step fold left in order: one update with all writes
     /// equals one update per write.
     #[test]
