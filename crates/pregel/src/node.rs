@@ -1077,6 +1077,8 @@ pub(crate) struct RunInfo {
     pub(crate) sink: Sink,
     /// The root stream, for a subgraph run streamed with `subgraphs`.
     pub(crate) forward: Option<Sink>,
+    /// The modes some sink wants (asked at every step: one bit test).
+    pub(crate) modes: StreamModes,
     pub(crate) seed: u64,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
     /// The long-term memory store tasks see.
@@ -1186,11 +1188,15 @@ impl RunInfo {
             Some(parent) => (parent.resume.clone(), parent.answers.clone()),
             None => (Arc::default(), Arc::default()),
         };
+        let modes = forward
+            .as_ref()
+            .map_or(sink.modes, |forward| sink.modes.union(forward.modes));
         Self {
             graph,
             config,
             sink,
             forward,
+            modes,
             seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
             context: options.context.clone(),
             store: options.store.clone(),
@@ -1326,7 +1332,7 @@ impl RunInfo {
 
     /// Whether any sink wants `mode`.
     pub(crate) fn wants(&self, mode: StreamMode) -> bool {
-        self.sinks().any(|sink| sink.wants(mode))
+        self.modes.contains(mode)
     }
 }
 

@@ -774,7 +774,9 @@ impl Loop {
                 self.stop_at_breakpoint();
                 return Ok(());
             }
-            if self.run.sinks().any(Sink::has_pending) {
+            if self.run.sink.has_pending()
+                || self.run.forward.as_ref().is_some_and(Sink::has_pending)
+            {
                 self.run.sink.queue.mark_yield();
                 YieldToStream(false).await;
             }
@@ -976,42 +978,58 @@ impl Loop {
             }
         }
         // PULL tasks: nodes whose triggers changed since they last ran.
-        if !updated.is_empty() {
-            candidates.extend(
-                updated
-                    .iter()
-                    .flat_map(|c| graph.triggered_by(*c).iter().copied()),
-            );
-            candidates.sort_unstable();
-            candidates.dedup();
-        } else if self.versions.iter().any(Option::is_some) {
-            candidates.extend(0..graph.nodes.len());
-        }
-        for &node in &candidates {
-            if !self.triggered(node) {
-                continue;
+        if let [channel] = updated {
+            // One updated channel (a chain's step): its nodes come in order.
+            let mut last = None;
+            for &node in graph.triggered_by(*channel) {
+                if last != Some(node) {
+                    last = Some(node);
+                    self.pull_task(&mut tasks, node);
+                }
             }
-            let input = match &graph.nodes[node].reads {
-                Reads::Channel(channel) => match self.channels.get(*channel).get() {
-                    Some(value) => value,
-                    None => continue,
-                },
-                Reads::Map(keys) => self.read_map(graph.node_read_set[node], keys),
-            };
-            tasks.push(Task {
-                node,
-                path: TaskPath::Pull(node),
-                input: Some(input),
-                writes: Vec::new(),
-                cached: false,
-                pad: None,
-                outcome: None,
-                messages: None,
-                fresh: Vec::new(),
-            });
+        } else {
+            if !updated.is_empty() {
+                candidates.extend(
+                    updated
+                        .iter()
+                        .flat_map(|c| graph.triggered_by(*c).iter().copied()),
+                );
+                candidates.sort_unstable();
+                candidates.dedup();
+            } else if self.versions.iter().any(Option::is_some) {
+                candidates.extend(0..graph.nodes.len());
+            }
+            for &node in &candidates {
+                self.pull_task(&mut tasks, node);
+            }
         }
         self.candidate_buf = candidates;
         Ok(tasks)
+    }
+
+    /// Adds `node`'s PULL task when its triggers moved and its input exists.
+    fn pull_task(&self, tasks: &mut Vec<Task>, node: NodeId) {
+        if !self.triggered(node) {
+            return;
+        }
+        let input = match &self.graph.nodes[node].reads {
+            Reads::Channel(channel) => match self.channels.get(*channel).get() {
+                Some(value) => value,
+                None => return,
+            },
+            Reads::Map(keys) => self.read_map(self.graph.node_read_set[node], keys),
+        };
+        tasks.push(Task {
+            node,
+            path: TaskPath::Pull(node),
+            input: Some(input),
+            writes: Vec::new(),
+            cached: false,
+            pad: None,
+            outcome: None,
+            messages: None,
+            fresh: Vec::new(),
+        });
     }
 
     /// Drops cached inputs that read a channel the tasks write.
@@ -1297,6 +1315,7 @@ impl Loop {
 
     /// Keeps a task's outcome and sends it to be saved, in a run with a
     /// checkpointer (without one nothing reads it).
+    #[inline]
     fn record_outcome(
         &self,
         task: &mut Task,
@@ -1556,23 +1575,31 @@ impl Loop {
 
     /// Emits the task's `updates` chunk to every sink that wants one.
     fn emit_updates(&self, task: &Task, cached: bool) {
-        if self.graph.nodes[task.node].hidden {
+        if !self.run.wants(StreamMode::Updates) || self.graph.nodes[task.node].hidden {
             return;
         }
-        let name = self.graph.shape.node_name(task.node);
-        for sink in self
-            .run
-            .sinks()
-            .filter(|sink| sink.wants(StreamMode::Updates))
-        {
-            let chunk = if cached || task.writes.iter().any(|(c, _)| sink.shows(*c)) {
-                self.update_chunk(name, &task.writes, sink, cached)
-            } else {
-                // `{node: None}`, built once per node.
-                self.graph.none_update(task.node).clone()
-            };
-            sink.push(StreamMode::Updates, chunk);
+        self.emit_update_to(&self.run.sink, task, cached);
+        if let Some(forward) = &self.run.forward {
+            self.emit_update_to(forward, task, cached);
         }
+    }
+
+    fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
+        if !sink.wants(StreamMode::Updates) {
+            return;
+        }
+        let chunk = if cached || task.writes.iter().any(|(c, _)| sink.shows(*c)) {
+            self.update_chunk(
+                self.graph.shape.node_name(task.node),
+                &task.writes,
+                sink,
+                cached,
+            )
+        } else {
+            // `{node: None}`, built once per node.
+            self.graph.none_update(task.node).clone()
+        };
+        sink.push(StreamMode::Updates, chunk);
     }
 
     /// `{node: update}` from the task's writes to the stream channels.
@@ -1623,6 +1650,9 @@ impl Loop {
     }
 
     fn emit_values(&self, updated: &[ChannelId]) {
+        if !self.run.wants(StreamMode::Values) {
+            return;
+        }
         for sink in self.run.sinks() {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
