@@ -59,6 +59,10 @@ impl<T: StateValue> Channel for AnyValue<T> {
         self.slot.set(value).map(|()| true)
     }
 
+    fn update_empty(&mut self) -> Result<bool> {
+        Ok(self.slot.clear())
+    }
+
     fn checkpoint(&self) -> Option<Value> {
         self.slot.get()
     }

@@ -74,6 +74,10 @@ impl<T: StateValue> Channel for EphemeralValue<T> {
         self.slot.set(value).map(|()| true)
     }
 
+    fn update_empty(&mut self) -> Result<bool> {
+        Ok(self.slot.clear())
+    }
+
     fn checkpoint(&self) -> Option<Value> {
         self.slot.get()
     }

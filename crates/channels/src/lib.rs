@@ -132,6 +132,16 @@ pub trait Channel: Any + Send + Sync + fmt::Debug + 'static {
         self.update(vec![value])
     }
 
+    /// Applies a step with no write to this channel; the same as
+    /// `update(vec![])` (what every live channel not written in a step
+    /// hears), without the list where the channel allows.
+    ///
+    /// # Errors
+    /// As [`Channel::update`].
+    fn update_empty(&mut self) -> Result<bool> {
+        self.update(Vec::new())
+    }
+
     /// Whether an empty update (`update(vec![])`, which every channel not
     /// written in a step gets) never changes this channel: the runtime then
     /// skips that call. The default, `false`, is always correct.

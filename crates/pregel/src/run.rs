@@ -1177,11 +1177,18 @@ impl Loop {
                         task.input.take()
                     };
                     let input = input.unwrap_or_else(Value::null);
+                    let observer = self.task_observer(task);
                     fill_task_context(&mut self.ctx, task, self.step, self.stop);
-                    let run = run_node(graph, task.node, input, &self.ctx);
-                    match self.task_observer(task) {
-                        Some(observer) => observe(observer, run.boxed()).await,
-                        None => run.await,
+                    // Made where it is awaited, so it is not moved there.
+                    match observer {
+                        Some(observer) => {
+                            observe(
+                                observer,
+                                run_node(graph, task.node, input, &self.ctx).boxed(),
+                            )
+                            .await
+                        }
+                        None => run_node(graph, task.node, input, &self.ctx).await,
                     }
                 }
                 None => (
@@ -1712,7 +1719,7 @@ impl Loop {
         Ok(self
             .channels
             .get_mut(channel)
-            .update(Vec::new())
+            .update_empty()
             .map_err(|err| err.at_key(self.graph.shape.channel_name(channel)))?)
     }
 

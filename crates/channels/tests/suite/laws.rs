@@ -151,6 +151,20 @@ proptest! {
         prop_assert_eq!(channel.checkpoint().map(|v| v.to_json().unwrap()), checkpoint_before);
     }
 
+    /// `update_empty()` is `update(vec![])`: same answer, same channel after.
+    #[test]
+    fn update_empty_is_update_of_nothing(channel in channel_in_state()) {
+        let checkpoint = |c: &dyn Channel| c.checkpoint().map(|v| v.to_json().unwrap());
+        let mut by_list = channel.boxed_clone();
+        let mut empty = channel.boxed_clone();
+        prop_assert_eq!(
+            by_list.update(Vec::new()).map_err(|e| e.to_string()),
+            empty.update_empty().map_err(|e| e.to_string())
+        );
+        prop_assert_eq!(observe(by_list.as_ref()), observe(empty.as_ref()));
+        prop_assert_eq!(checkpoint(by_list.as_ref()), checkpoint(empty.as_ref()));
+    }
+
     /// `restore(checkpoint())` reproduces the channel, whether the checkpoint
     /// stays a live value (in-memory saver) or goes through JSON (persistent savers).
     #[test]
