@@ -719,7 +719,11 @@ impl Loop {
             self.start_tasks(&mut tasks);
             // The previous checkpoint's put runs alongside this step.
             let put = self.persist.as_mut().and_then(|p| p.take_pending());
-            let interrupted = self.execute(&mut tasks, put).await?;
+            let interrupted = match tasks.as_mut_slice() {
+                // The common step: one task, nothing to save beside it.
+                [task] if self.persist.is_none() => self.run_lone_task(task, None).await?,
+                _ => self.execute(&mut tasks, put).await?,
+            };
             // A resume answer is for the first step after the resume only
             // (a subgraph run inside that step shares it with its parent),
             // and so are the saved results functional tasks replay.
@@ -1160,51 +1164,61 @@ impl Loop {
         }
     }
 
+    /// Runs a step's only task: awaited directly, with the loop's own
+    /// context lent to its node.
+    async fn run_lone_task(
+        &mut self,
+        task: &mut Task,
+        saves: Option<&WriteSender>,
+    ) -> Result<bool> {
+        if task.cached {
+            return Ok(false);
+        }
+        let graph = &*self.graph;
+        let (handled_by, result) = match &graph.nodes[task.node].func {
+            Some(_) => {
+                // The node's input moves to it unless the cache keys
+                // the task's writes by it.
+                let input = if graph.caches_writes_of(task.node) {
+                    task.input.clone()
+                } else {
+                    task.input.take()
+                };
+                let input = input.unwrap_or_else(Value::null);
+                let observer = self.task_observer(task);
+                fill_task_context(&mut self.ctx, task, self.step, self.stop);
+                // Made where it is awaited, so it is not moved there.
+                match observer {
+                    Some(observer) => {
+                        observe(
+                            observer,
+                            run_node(graph, task.node, input, &self.ctx).boxed(),
+                        )
+                        .await
+                    }
+                    None => run_node(graph, task.node, input, &self.ctx).await,
+                }
+            }
+            None => (
+                None,
+                Ok(passthrough(&task.input.clone().unwrap_or_else(Value::null))),
+            ),
+        };
+        if let Some(handler) = handled_by {
+            task.node = handler;
+        }
+        let lent = result.is_ok() && self.lend_fresh_reads(task);
+        let committed = self.commit(task, result, saves);
+        if lent {
+            self.return_lent(task);
+        }
+        committed
+    }
+
     async fn run_tasks(&mut self, tasks: &mut [Task], saves: Option<WriteSender>) -> Result<bool> {
         let saves = saves.as_ref();
         if let [task] = tasks {
-            if task.cached {
-                return Ok(false);
-            }
-            let graph = &*self.graph;
-            let (handled_by, result) = match &graph.nodes[task.node].func {
-                Some(_) => {
-                    // The node's input moves to it unless the cache keys
-                    // the task's writes by it.
-                    let input = if graph.caches_writes_of(task.node) {
-                        task.input.clone()
-                    } else {
-                        task.input.take()
-                    };
-                    let input = input.unwrap_or_else(Value::null);
-                    let observer = self.task_observer(task);
-                    fill_task_context(&mut self.ctx, task, self.step, self.stop);
-                    // Made where it is awaited, so it is not moved there.
-                    match observer {
-                        Some(observer) => {
-                            observe(
-                                observer,
-                                run_node(graph, task.node, input, &self.ctx).boxed(),
-                            )
-                            .await
-                        }
-                        None => run_node(graph, task.node, input, &self.ctx).await,
-                    }
-                }
-                None => (
-                    None,
-                    Ok(passthrough(&task.input.clone().unwrap_or_else(Value::null))),
-                ),
-            };
-            if let Some(handler) = handled_by {
-                task.node = handler;
-            }
-            let lent = result.is_ok() && self.lend_fresh_reads(task);
-            let committed = self.commit(task, result, saves);
-            if lent {
-                self.return_lent(task);
-            }
-            return committed;
+            return self.run_lone_task(task, saves).await;
         }
         let graph = self.graph.clone();
         let mut interrupted = false;
