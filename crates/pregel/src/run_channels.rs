@@ -16,8 +16,9 @@ pub(crate) struct RunChannels {
     // Invariant: `None` means the channel is in its spec's state.
     own: Vec<Option<Box<dyn Channel>>>,
     // Copies dropped by `release_if_initial`, whose allocations the next
-    // copies reuse (a chain writes one trigger channel per step).
-    spare: Vec<Box<dyn Channel>>,
+    // copies reuse (a chain writes one trigger channel per step), each with
+    // the address of the spec it is a copy of.
+    spare: Vec<(usize, Box<dyn Channel>)>,
 }
 
 /// How many dropped copies a run keeps for reuse.
@@ -50,7 +51,7 @@ impl RunChannels {
     pub(crate) fn get_mut(&mut self, channel: ChannelId) -> &mut dyn Channel {
         let (graph, spare) = (&self.graph, &mut self.spare);
         self.own[channel]
-            .get_or_insert_with(|| copy_of(graph.channels[channel].as_ref(), spare))
+            .get_or_insert_with(|| copy_of(&graph.channels[channel], spare))
             .as_mut()
     }
 
@@ -79,7 +80,8 @@ impl RunChannels {
             && let Some(copy) = self.own[channel].take()
             && self.spare.len() < SPARE_COPIES
         {
-            self.spare.push(copy);
+            self.spare
+                .push((address(&self.graph.channels[channel]), copy));
         }
     }
 
@@ -90,13 +92,28 @@ impl RunChannels {
     }
 }
 
-/// A copy of `spec`, made in a spare allocation of the same kind of
-/// channel when there is one.
-fn copy_of(spec: &dyn Channel, spare: &mut Vec<Box<dyn Channel>>) -> Box<dyn Channel> {
+/// A copy of `spec`: a spare copy of the same spec as it is (both are in
+/// their initial state, so they are equal: the trigger channels of a
+/// compiled graph share one spec), else one made in a spare allocation of
+/// the same kind of channel, else a new one.
+fn copy_of(
+    spec: &Arc<dyn Channel>,
+    spare: &mut Vec<(usize, Box<dyn Channel>)>,
+) -> Box<dyn Channel> {
+    let of = address(spec);
+    if let Some(i) = spare.iter().position(|(from, _)| *from == of) {
+        return spare.swap_remove(i).1;
+    }
     for i in 0..spare.len() {
-        if spare[i].copy_from(spec) {
-            return spare.swap_remove(i);
+        if spare[i].1.copy_from(spec.as_ref()) {
+            return spare.swap_remove(i).1;
         }
     }
     spec.boxed_clone()
+}
+
+/// Where a spec lives: the same address is the same spec while the graph
+/// holding it lives.
+fn address(spec: &Arc<dyn Channel>) -> usize {
+    Arc::as_ptr(spec).cast::<()>() as usize
 }
