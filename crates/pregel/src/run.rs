@@ -426,18 +426,26 @@ impl Task {
         self.node == usize::MAX && self.path == TaskPath::Push(usize::MAX)
     }
 
-    /// The pseudo-task that carries a run's input writes.
-    fn input(writes: Vec<(ChannelId, Value)>) -> Self {
+    /// A task of `node` from `path`, reading `input`, before it runs.
+    fn new(node: NodeId, path: TaskPath, input: Option<Value>) -> Self {
         Self {
-            node: usize::MAX,
-            path: TaskPath::Push(usize::MAX),
-            input: None,
-            writes,
+            node,
+            path,
+            input,
+            writes: Vec::new(),
             cached: false,
             pad: None,
             outcome: None,
             messages: None,
             fresh: Vec::new(),
+        }
+    }
+
+    /// The pseudo-task that carries a run's input writes.
+    fn input(writes: Vec<(ChannelId, Value)>) -> Self {
+        Self {
+            writes,
+            ..Self::new(usize::MAX, TaskPath::Push(usize::MAX), None)
         }
     }
 }
@@ -966,17 +974,9 @@ impl Loop {
             let sends = sends.decode::<Vec<Send>>()?;
             for (idx, send) in sends.iter().enumerate() {
                 match graph.shape.node_id(&send.node) {
-                    Some(node) => tasks.push(Task {
-                        node,
-                        path: TaskPath::Push(idx),
-                        input: Some(send.arg.clone()),
-                        writes: Vec::new(),
-                        cached: false,
-                        pad: None,
-                        outcome: None,
-                        messages: None,
-                        fresh: Vec::new(),
-                    }),
+                    Some(node) => {
+                        tasks.push(Task::new(node, TaskPath::Push(idx), Some(send.arg.clone())))
+                    }
                     None => tracing::warn!("ignoring Send to unknown node {:?}", send.node),
                 }
             }
@@ -1023,17 +1023,7 @@ impl Loop {
             },
             Reads::Map(keys) => self.read_map(self.graph.node_read_set[node], keys),
         };
-        tasks.push(Task {
-            node,
-            path: TaskPath::Pull(node),
-            input: Some(input),
-            writes: Vec::new(),
-            cached: false,
-            pad: None,
-            outcome: None,
-            messages: None,
-            fresh: Vec::new(),
-        });
+        tasks.push(Task::new(node, TaskPath::Pull(node), Some(input)));
     }
 
     /// Drops cached inputs that read a channel the tasks write.
