@@ -1543,7 +1543,13 @@ impl Loop {
             remaining_steps: self.stop - self.step,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
-        self.fresh_reads.borrow_mut().clear();
+        {
+            // Left by a writer that failed; usually empty.
+            let mut reads = self.fresh_reads.borrow_mut();
+            if !reads.is_empty() {
+                reads.clear();
+            }
+        }
         for writer in &node.writers {
             writer.write(&ctx, &mut writes)?;
         }
@@ -1554,7 +1560,7 @@ impl Loop {
         }
         drop(reads);
         task.writes = writes;
-        if node.settings().cache.is_some() {
+        if self.graph.caches_writes_of(task.node) {
             self.store_cached_writes(task);
         }
         if node.hidden {
@@ -1767,9 +1773,15 @@ impl Loop {
         }
         let mut fresh = std::mem::take(&mut self.fresh_buf);
         let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
-        writes.clear();
+        // Both are empty unless a write failed (clearing an empty list
+        // still costs a call).
+        if !writes.is_empty() {
+            writes.clear();
+        }
         self.write_buf = writes;
-        fresh.clear();
+        if !fresh.is_empty() {
+            fresh.clear();
+        }
         self.fresh_buf = fresh;
         applied?;
 
