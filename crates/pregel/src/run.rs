@@ -1766,10 +1766,8 @@ impl Loop {
         if bump_step
             && !writes.iter().any(|(c, _)| *c == sends)
             && self.channels.get(sends).is_available()
-            && self.hear_new_step(sends)?
         {
-            self.record_change(sends, &mut step);
-            self.channels.release_if_initial(sends);
+            self.hear_idle(sends, &mut step)?;
         }
         let mut fresh = std::mem::take(&mut self.fresh_buf);
         let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
@@ -1793,10 +1791,8 @@ impl Loop {
                 if self.mark[channel] != step.epoch
                     && self.graph.hears_new_steps[channel]
                     && self.channels.get(channel).is_available()
-                    && self.hear_new_step(channel)?
                 {
-                    self.record_change(channel, &mut step);
-                    self.channels.release_if_initial(channel);
+                    self.hear_idle(channel, &mut step)?;
                 }
             }
         }
@@ -1845,9 +1841,7 @@ impl Loop {
             if let Some(node) = task.consumer() {
                 for channel in &graph.nodes[node].triggers {
                     if self.channels.get_mut(*channel).consume() {
-                        self.versions[*channel] = Some(step.next);
-                        self.modified[*channel] = step.epoch;
-                        step.bumped = true;
+                        step.bump(&mut self.versions, &mut self.modified, *channel);
                     }
                 }
             }
@@ -1953,12 +1947,22 @@ impl Loop {
         Ok(())
     }
 
+    /// Tells a channel that nothing was written to it this step, records
+    /// the change if it cleared, and drops the run's copy once it is back
+    /// in its initial state.
+    fn hear_idle(&mut self, channel: ChannelId, step: &mut StepChanges) -> Result<()> {
+        if self.hear_new_step(channel)? {
+            self.record_change(channel, step);
+            self.channels.release_if_initial(channel);
+        }
+        Ok(())
+    }
+
     /// A channel changed in this step: it gets the step's version and, when
-    /// available, goes in the step's updated channels (once).
+    /// available, goes in the step's updated channels (once). (A consumed
+    /// trigger only gets the version: `StepChanges::bump`.)
     fn record_change(&mut self, channel: ChannelId, step: &mut StepChanges) {
-        self.versions[channel] = Some(step.next);
-        self.modified[channel] = step.epoch;
-        step.bumped = true;
+        step.bump(&mut self.versions, &mut self.modified, channel);
         if self.mark[channel] != step.epoch && self.channels.get(channel).is_available() {
             self.mark[channel] = step.epoch;
             step.updated.push(channel);
@@ -1982,6 +1986,20 @@ struct StepChanges {
     bumped: bool,
     // The channels changed and available, each once.
     updated: Vec<ChannelId>,
+}
+
+impl StepChanges {
+    /// Gives `channel` the step's version (in a run's per-channel tables).
+    fn bump(
+        &mut self,
+        versions: &mut [Option<ChannelVersion>],
+        modified: &mut [u64],
+        channel: ChannelId,
+    ) {
+        versions[channel] = Some(self.next);
+        modified[channel] = self.epoch;
+        self.bumped = true;
+    }
 }
 
 impl FreshReader for Loop {
