@@ -374,8 +374,12 @@ impl PregelNode {
         })
     }
 
-    fn settings_mut(&mut self) -> &mut NodeSettings {
-        self.settings.get_or_insert_default()
+    /// Changes the node's settings; a change to a default value (`to_default`)
+    /// on a node without settings changes nothing and allocates none.
+    fn update_settings(&mut self, to_default: bool, update: impl FnOnce(&mut NodeSettings)) {
+        if !to_default || self.settings.is_some() {
+            update(self.settings.get_or_insert_default());
+        }
     }
 
     /// Declares channels the node's writers read with
@@ -403,16 +407,14 @@ impl PregelNode {
     /// the failed node's (its updates, its `Command` routing; the failed
     /// node's edges do not fire). A failing handler fails the run.
     pub fn set_error_handler(&mut self, handler: Option<&str>) {
-        if handler.is_some() || self.settings.is_some() {
-            self.settings_mut().error_handler = handler.map(Arc::from);
-        }
+        self.update_settings(handler.is_none(), |settings| {
+            settings.error_handler = handler.map(Arc::from);
+        });
     }
 
     /// Limits how long each attempt of the node may take.
     pub fn set_timeout(&mut self, policy: Option<crate::TimeoutPolicy>) {
-        if policy.is_some() || self.settings.is_some() {
-            self.settings_mut().timeout = policy;
-        }
+        self.update_settings(policy.is_none(), |settings| settings.timeout = policy);
     }
 
     /// Marks the node as running a subgraph (checkpoint events then show
@@ -442,9 +444,7 @@ impl PregelNode {
 
     /// Sets the retry policies (the first whose `retry_on` matches applies).
     pub fn set_retry(&mut self, policies: Vec<RetryPolicy>) {
-        if !policies.is_empty() || self.settings.is_some() {
-            self.settings_mut().retry = policies;
-        }
+        self.update_settings(policies.is_empty(), |settings| settings.retry = policies);
     }
 
     /// Hides the node's output from the `updates` stream (LangGraph's `TAG_HIDDEN`).
@@ -455,16 +455,14 @@ impl PregelNode {
     /// Caches the node's results under this policy (used when the graph
     /// has a cache).
     pub fn set_cache_policy(&mut self, policy: crate::CachePolicy) {
-        self.settings_mut().cache = Some(policy);
+        self.update_settings(false, |settings| settings.cache = Some(policy));
     }
 
     /// Sets metadata added to the metadata of the node's tasks (what the
     /// `messages` stream shows with each message, after the `langgraph_*`
     /// keys, which it may replace, as LangGraph's node metadata).
     pub fn set_metadata(&mut self, metadata: stategraph_core::JsonMap) {
-        if !metadata.is_empty() || self.settings.is_some() {
-            self.settings_mut().metadata = metadata;
-        }
+        self.update_settings(metadata.is_empty(), |settings| settings.metadata = metadata);
     }
 }
 
@@ -522,7 +520,7 @@ pub(crate) struct ChunkQueue {
     // after every step is a plain load. Written under the lock only.
     waiting: AtomicUsize,
     // Set by the run's loop when it returns `Pending` only to let the
-    // stream hand out chunks (`Loop::yield_to_stream`), taken by the stream.
+    // stream hand out chunks (`run::YieldToStream`), taken by the stream.
     yielded: AtomicBool,
 }
 
