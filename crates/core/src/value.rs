@@ -148,6 +148,12 @@ impl Value {
         Self(Repr::Null)
     }
 
+    /// Whether this is the inline `null` of [`Value::null`] (a `null`
+    /// shared some other way reads the same but answers `false`).
+    pub const fn is_inline_null(&self) -> bool {
+        matches!(self.0, Repr::Null)
+    }
+
     /// What the value holds.
     fn object(&self) -> &dyn Object {
         match &self.0 {

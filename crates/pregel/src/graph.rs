@@ -136,13 +136,18 @@ pub(crate) struct PregelInner {
     pub(crate) seen_offset: Vec<usize>,
     // The size of that table: every node's triggers.
     pub(crate) seen_len: usize,
-    // Channels available before anything is written.
+    // Channels available before anything is written, as a list and per channel.
     pub(crate) initially_live: Vec<ChannelId>,
+    pub(crate) available_initially: Vec<bool>,
     // Channels whose `finish` changes them even before any write.
     pub(crate) finishes_initially: Vec<bool>,
     // Per channel: whether the empty update a step gives the channels it
     // did not write can change it (`Channel::ignores_empty_updates`).
     pub(crate) hears_new_steps: Vec<bool>,
+    // Per channel that is an ephemeral value: the channel holding an inline
+    // `null`, the state every edge's write gives a trigger channel (see
+    // `RunChannels`).
+    pub(crate) holding_null: Vec<Option<Arc<dyn Channel>>>,
     // Per node: its `{node: None}` updates chunk, shared by every run; made
     // on first use.
     none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
@@ -618,8 +623,10 @@ impl PregelBuilder {
             seen_offset.push(offset);
             offset += node.triggers.len();
         }
+        let available_initially: Vec<bool> =
+            self.channels.iter().map(|c| c.is_available()).collect();
         let initially_live = (0..channel_count)
-            .filter(|c| self.channels[*c].is_available())
+            .filter(|c| available_initially[*c])
             .collect();
         let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
         let hears_new_steps = self
@@ -627,6 +634,7 @@ impl PregelBuilder {
             .iter()
             .map(|c| !c.ignores_empty_updates())
             .collect();
+        let holding_null = crate::run_channels::holding_null(&self.channels);
         let mut trigger_start = vec![0; channel_count + 1];
         let mut is_trigger = vec![false; channel_count];
         for (name, node) in &nodes {
@@ -675,8 +683,10 @@ impl PregelBuilder {
                 seen_offset,
                 seen_len: offset,
                 initially_live,
+                available_initially,
                 finishes_initially,
                 hears_new_steps,
+                holding_null,
                 none_updates: std::sync::OnceLock::new(),
                 sorted_triggers: std::sync::OnceLock::new(),
                 cache: self.cache.take(),

@@ -992,17 +992,22 @@ impl Loop {
                 }
             }
         } else {
-            if !updated.is_empty() {
-                candidates.extend(
-                    updated
-                        .iter()
-                        .flat_map(|c| graph.triggered_by(*c).iter().copied()),
-                );
-                candidates.sort_unstable();
-                candidates.dedup();
-            } else if self.versions.iter().any(Option::is_some) {
-                candidates.extend(0..graph.nodes.len());
-            }
+            // With nothing updated (the run's first step after a resume, or
+            // after a step that changed nothing) LangGraph checks every
+            // node; only one with an available trigger can run, and `live`
+            // holds every available channel.
+            let sources = if updated.is_empty() && self.max_version.is_some() {
+                self.live.as_slice()
+            } else {
+                updated
+            };
+            candidates.extend(
+                sources
+                    .iter()
+                    .flat_map(|c| graph.triggered_by(*c).iter().copied()),
+            );
+            candidates.sort_unstable();
+            candidates.dedup();
             for &node in &candidates {
                 self.pull_task(&mut tasks, node);
             }
@@ -1066,13 +1071,11 @@ impl Loop {
     fn triggered(&self, node: NodeId) -> bool {
         let triggers = &self.graph.nodes[node].triggers;
         if !self.ran[node] {
-            return triggers
-                .iter()
-                .any(|c| self.channels.get(*c).is_available());
+            return triggers.iter().any(|c| self.channels.is_available(*c));
         }
         let offset = self.graph.seen_offset[node];
         triggers.iter().enumerate().any(|(i, c)| {
-            self.channels.get(*c).is_available() && self.versions[*c] > self.seen[offset + i]
+            self.channels.is_available(*c) && self.versions[*c] > self.seen[offset + i]
         })
     }
 
@@ -1165,8 +1168,9 @@ impl Loop {
             return Ok(false);
         }
         let graph = &*self.graph;
-        let (handled_by, result) = match &graph.nodes[task.node].func {
-            Some(_) => {
+        let node = &graph.nodes[task.node];
+        let (handled_by, result) = match &node.func {
+            Some(func) => {
                 // The node's input moves to it unless the cache keys
                 // the task's writes by it.
                 let input = if graph.caches_writes_of(task.node) {
@@ -1186,6 +1190,8 @@ impl Loop {
                         )
                         .await
                     }
+                    // Most nodes: one attempt, awaited right here.
+                    None if node.is_plain() => (None, retry::once(func, input, &self.ctx).await),
                     None => run_node(graph, task.node, input, &self.ctx).await,
                 }
             }
@@ -1728,8 +1734,7 @@ impl Loop {
     fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
         Ok(self
             .channels
-            .get_mut(channel)
-            .update_empty()
+            .update_empty(channel)
             .map_err(|err| err.at_key(self.graph.shape.channel_name(channel)))?)
     }
 
@@ -1765,7 +1770,7 @@ impl Loop {
         let sends = self.graph.tasks_channel;
         if bump_step
             && !writes.iter().any(|(c, _)| *c == sends)
-            && self.channels.get(sends).is_available()
+            && self.channels.is_available(sends)
         {
             self.hear_idle(sends, &mut step)?;
         }
@@ -1790,7 +1795,7 @@ impl Loop {
                 let channel = self.live[i];
                 if self.mark[channel] != step.epoch
                     && self.graph.hears_new_steps[channel]
-                    && self.channels.get(channel).is_available()
+                    && self.channels.is_available(channel)
                 {
                     self.hear_idle(channel, &mut step)?;
                 }
@@ -1803,7 +1808,7 @@ impl Loop {
                 if !self.channels.touched(channel) && !self.graph.finishes_initially[channel] {
                     continue;
                 }
-                if self.channels.get_mut(channel).finish() {
+                if self.channels.finish(channel) {
                     self.record_change(channel, &mut step);
                 }
             }
@@ -1817,7 +1822,7 @@ impl Loop {
         // the updated ones.
         let (epoch, mark, channels) = (step.epoch, &self.mark, &self.channels);
         self.live
-            .retain(|c| mark[*c] != epoch && channels.get(*c).is_available());
+            .retain(|c| mark[*c] != epoch && channels.is_available(*c));
         self.live.extend_from_slice(&step.updated);
         Ok(step.updated)
     }
@@ -1840,7 +1845,7 @@ impl Loop {
         for task in tasks {
             if let Some(node) = task.consumer() {
                 for channel in &graph.nodes[node].triggers {
-                    if self.channels.get_mut(*channel).consume() {
+                    if self.channels.consume(*channel) {
                         step.bump(&mut self.versions, &mut self.modified, *channel);
                     }
                 }
@@ -1933,12 +1938,8 @@ impl Loop {
                     }
                     Ok(fresh.changed)
                 }
-                (None, ChannelWrites::One(value)) => {
-                    self.channels.get_mut(channel).update_one(value)
-                }
-                (None, ChannelWrites::Many(values)) => {
-                    self.channels.get_mut(channel).update(values)
-                }
+                (None, ChannelWrites::One(value)) => self.channels.update_one(channel, value),
+                (None, ChannelWrites::Many(values)) => self.channels.update(channel, values),
             };
             if changed.map_err(|err| err.at_key(self.name(channel)))? {
                 self.record_change(channel, step);
@@ -1963,7 +1964,7 @@ impl Loop {
     /// trigger only gets the version: `StepChanges::bump`.)
     fn record_change(&mut self, channel: ChannelId, step: &mut StepChanges) {
         step.bump(&mut self.versions, &mut self.modified, channel);
-        if self.mark[channel] != step.epoch && self.channels.get(channel).is_available() {
+        if self.mark[channel] != step.epoch && self.channels.is_available(channel) {
             self.mark[channel] = step.epoch;
             step.updated.push(channel);
         }

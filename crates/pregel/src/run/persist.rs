@@ -383,7 +383,7 @@ impl Loop {
             }
         }
         self.live = (0..self.channels.len())
-            .filter(|c| self.channels.get(*c).is_available())
+            .filter(|c| self.channels.is_available(*c))
             .collect();
         Ok(())
     }
