@@ -117,9 +117,6 @@ impl StateGraph {
                 Some(keys) => select(&key_ids, keys),
                 None => key_ids.clone(),
             };
-            let mut writers = Vec::with_capacity(3);
-            writers.push(writes_state.clone());
-            writers.push(control.clone());
             let mut node = PregelNode::new(
                 vec![routing.branch_channel(name)?],
                 Reads::Map(reads),
@@ -127,8 +124,10 @@ impl StateGraph {
                     spec.func.clone(),
                     self.managed_keys(spec.input_keys.as_deref()),
                 )),
-                writers,
+                Vec::new(),
             );
+            node.add_output_writer(writes_state.clone());
+            node.add_output_writer(control.clone());
             let defaults = &self.defaults;
             node.set_retry(if spec.retry.is_empty() {
                 defaults.retry.clone()

@@ -10,6 +10,7 @@ use stategraph_channels::{EphemeralValue, LastValue};
 use stategraph_core::Value;
 use stategraph_pregel::{
     IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelNode, Reads, StateValues, TaskContext,
+    node_future,
 };
 
 use crate::node::FromInput;
@@ -109,7 +110,7 @@ impl Entrypoint {
         let func: NodeFn = Arc::new(move |input: Value, ctx: &TaskContext| {
             let f = f.clone();
             let ctx = ctx.clone();
-            Box::pin(async move {
+            node_future(async move {
                 let state = input
                     .downcast_ref::<StateValues>()
                     .cloned()

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use stategraph_core::Value;
-use stategraph_pregel::{Command, NodeError, NodeFn, NodeOutput, Send, StateValues, TaskContext};
+use stategraph_pregel::{
+    Command, NodeError, NodeFn, NodeOutput, Send, StateValues, TaskContext, node_future,
+};
 
 /// Builds a node's input from what the runtime hands it: the state (a map of
 /// the node's input keys) for a node triggered by edges, or the argument of a
@@ -121,7 +123,7 @@ where
             // The function is called here, not in the future: its future
             // owns what it needs, so the function itself is not shared.
             let run = I::from_input(input).map(&self);
-            Box::pin(output_of(run))
+            node_future(output_of(run))
         })
     }
 }
@@ -137,7 +139,7 @@ where
     fn into_node_fn(self) -> NodeFn {
         Arc::new(move |input: Value, ctx: &TaskContext| {
             let run = I::from_input(input).map(|input| self(input, ctx.clone()));
-            Box::pin(output_of(run))
+            node_future(output_of(run))
         })
     }
 }
@@ -292,7 +294,7 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
         Arc::new(move |input: Value, ctx: &TaskContext| {
             let graph = self.clone();
             let ctx = ctx.clone();
-            Box::pin(async move {
+            node_future(async move {
                 let config = ctx.config().clone();
                 match graph
                     .pregel()

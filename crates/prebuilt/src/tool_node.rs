@@ -10,7 +10,7 @@ use stategraph_llm::{
     Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage,
     error_message,
 };
-use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput};
+use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput, node_future};
 use stategraph_store::ToolContextStore;
 
 /// Which tool failures become error messages for the model (LangGraph's
@@ -410,7 +410,7 @@ impl IntoNode<ToolNode> for ToolNode {
         Arc::new(move |input: Value, ctx: &TaskContext| {
             let node = node.clone();
             let ctx = ctx.clone();
-            Box::pin(async move { node.run(input, ctx).await })
+            node_future(async move { node.run(input, ctx).await })
         })
     }
 

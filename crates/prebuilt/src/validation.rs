@@ -12,7 +12,7 @@ use stategraph_core::Value;
 use stategraph_graph::{IntoNode, NodeError, StateValues, TaskContext};
 use stategraph_llm::schemars::JsonSchema;
 use stategraph_llm::{DynTool, Message, SharedTool, ToolCall, ToolMessage, tool_schema};
-use stategraph_pregel::{NodeFn, NodeOutput};
+use stategraph_pregel::{NodeFn, NodeOutput, node_future};
 
 use crate::schema_check;
 
@@ -469,7 +469,7 @@ impl IntoNode<ValidationNode> for ValidationNode {
         let node = Arc::new(self);
         Arc::new(move |input: Value, _ctx: &TaskContext| {
             let node = node.clone();
-            Box::pin(async move { node.run(input).await })
+            node_future(async move { node.run(input).await })
         })
     }
 }

@@ -14,7 +14,12 @@ pub type Result<T, E = PregelError> = std::result::Result<T, E>;
 /// Carries an error *class* (LangGraph reports the Python exception class; we
 /// report the Rust type name, or a class given explicitly) used by retry
 /// policies and shown in traces, plus the message and the original error.
-pub struct NodeError {
+///
+/// One pointer wide: a node's result (`Result<_, NodeError>`), which every
+/// node call returns, stays small; only a failure allocates.
+pub struct NodeError(Box<NodeErrorParts>);
+
+struct NodeErrorParts {
     class: Cow<'static, str>,
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
@@ -23,33 +28,34 @@ pub struct NodeError {
 impl NodeError {
     /// An error of an explicit class, e.g. `NodeError::new("ValueError", "bad input")`.
     pub fn new(class: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(NodeErrorParts {
             class: class.into(),
             message: message.into(),
             source: None,
-        }
+        }))
     }
 
     /// The error class (a Rust type name or an explicit class).
     pub fn class(&self) -> &str {
-        &self.class
+        &self.0.class
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The original error, when the node returned a Rust error.
     pub fn source_error(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
-        self.source.as_deref()
+        self.0.source.as_deref()
     }
 
     /// The interrupts this error carries, when the node returned the
     /// [`Interrupted`](crate::Interrupted) of `TaskContext::interrupt` (or of
     /// a subgraph).
     pub fn interrupts(&self) -> Option<&[crate::Interrupt]> {
-        self.source
+        self.0
+            .source
             .as_deref()
             .and_then(|source| source.downcast_ref::<crate::Interrupted>())
             .map(|interrupted| interrupted.0.as_slice())
@@ -58,7 +64,7 @@ impl NodeError {
     /// `Class('message')`, the form LangGraph stores for a failed task (the
     /// message quoted as Python's `repr` quotes a string).
     pub fn repr(&self) -> String {
-        format!("{}({})", self.class, python_repr(&self.message))
+        format!("{}({})", self.0.class, python_repr(&self.0.message))
     }
 }
 
@@ -97,25 +103,25 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for NodeError {
     fn from(err: E) -> Self {
         let full = std::any::type_name::<E>();
         let class = full.rsplit("::").next().unwrap_or(full);
-        Self {
+        Self(Box::new(NodeErrorParts {
             class: Cow::Owned(class.to_owned()),
             message: err.to_string(),
             source: Some(Box::new(err)),
-        }
+        }))
     }
 }
 
 impl fmt::Display for NodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.class, self.message)
+        write!(f, "{}: {}", self.0.class, self.0.message)
     }
 }
 
 impl fmt::Debug for NodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NodeError")
-            .field("class", &self.class)
-            .field("message", &self.message)
+            .field("class", &self.0.class)
+            .field("message", &self.0.message)
             .finish()
     }
 }

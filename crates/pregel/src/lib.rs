@@ -16,8 +16,9 @@ pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
 pub use error::{NodeError, PregelError, Result};
 pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use node::{
-    FreshReader, Interrupted, NodeFailure, NodeFn, NodeOutput, PregelNode, ReadKeys, Reads,
-    RunOptions, StateValues, SubgraphCheckpoints, TaskContext, WriteContext, Writer, node_fn,
+    FreshReader, Interrupted, NODE_FUTURE_INLINE, NodeFailure, NodeFn, NodeFuture, NodeOutput,
+    PregelNode, ReadKeys, Reads, RunOptions, StateValues, SubgraphCheckpoints, TaskContext,
+    WriteContext, Writer, node_fn, node_future,
 };
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{

@@ -8,7 +8,6 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use stategraph_core::{RunnableConfig, Value};
 
@@ -53,12 +52,27 @@ impl From<serde_json::Value> for NodeOutput {
     }
 }
 
-/// The boxed node function the runtime calls: input in, output out. The
-/// task's context is lent for the call: a function whose future needs it
-/// clones it (a function that ignores it costs nothing).
-pub type NodeFn = Arc<
-    dyn Fn(Value, &TaskContext) -> BoxFuture<'static, Result<NodeOutput, NodeError>> + Send + Sync,
->;
+/// The node function the runtime calls: input in, output out. The task's
+/// context is lent for the call: a function whose future needs it clones it
+/// (a function that ignores it costs nothing).
+pub type NodeFn = Arc<dyn Fn(Value, &TaskContext) -> NodeFuture + Send + Sync>;
+
+/// The future a [`NodeFn`] returns, made with [`node_future`]: held inline
+/// when it fits in [`NODE_FUTURE_INLINE`] bytes (a node that does little
+/// then costs no allocation), boxed otherwise.
+pub type NodeFuture =
+    stackfuture::StackFuture<'static, Result<NodeOutput, NodeError>, NODE_FUTURE_INLINE>;
+
+/// How many bytes of a node's future [`NodeFuture`] holds inline.
+pub const NODE_FUTURE_INLINE: usize = 128;
+
+/// Wraps a node call's future as a [`NodeFuture`].
+pub fn node_future<F>(future: F) -> NodeFuture
+where
+    F: Future<Output = Result<NodeOutput, NodeError>> + Send + 'static,
+{
+    NodeFuture::from_or_box(future)
+}
 
 /// Wraps an async function or closure as a [`NodeFn`].
 pub fn node_fn<F, Fut, O>(f: F) -> NodeFn
@@ -69,7 +83,7 @@ where
 {
     Arc::new(move |input, ctx: &TaskContext| {
         let fut = f(input, ctx.clone());
-        Box::pin(async move { fut.await.map(Into::into) })
+        node_future(async move { fut.await.map(Into::into) })
     })
 }
 
@@ -290,6 +304,9 @@ pub struct PregelNode {
 #[derive(Clone)]
 pub(crate) enum NodeWriter {
     Fn(Writer),
+    /// A writer that writes nothing when the node returns nothing
+    /// ([`NodeOutput::None`]), so it is not called then.
+    Output(Writer),
     /// A write that does not depend on the output, kept in the node itself
     /// (a chain's edges: no call, nothing to follow).
     Constant(ChannelId, Value),
@@ -303,6 +320,10 @@ impl NodeWriter {
     ) -> Result<(), PregelError> {
         match self {
             Self::Fn(writer) => writer(ctx, writes),
+            Self::Output(writer) => match ctx.output {
+                NodeOutput::None => Ok(()),
+                _ => writer(ctx, writes),
+            },
             Self::Constant(channel, value) => {
                 writes.push((*channel, value.clone()));
                 Ok(())
@@ -433,6 +454,13 @@ impl PregelNode {
     /// Adds a writer.
     pub fn add_writer(&mut self, writer: Writer) {
         self.writers.push(NodeWriter::Fn(writer));
+    }
+
+    /// Adds a writer of the node's output, one that writes nothing when
+    /// the node returns [`NodeOutput::None`]: it is not called then (most
+    /// nodes of a chain return nothing).
+    pub fn add_output_writer(&mut self, writer: Writer) {
+        self.writers.push(NodeWriter::Output(writer));
     }
 
     /// Adds a writer that writes `value` to `channel` whatever the node
@@ -1788,5 +1816,32 @@ mod tests {
             bytes.extend(chunk);
         }
         assert_eq!(bytes.as_slice(), long.as_slice());
+    }
+}
+
+#[cfg(test)]
+mod node_future_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn small_and_large_node_futures_both_run_to_their_output() {
+        let small = node_future(async { Ok(NodeOutput::Value(Value::from_json(1.into()))) });
+        let large = node_future(async {
+            // Held across an await: the future is larger than the inline space.
+            let buffer = [7_u8; 4 * NODE_FUTURE_INLINE];
+            tokio::task::yield_now().await;
+            Ok(NodeOutput::Value(Value::from_json(
+                u64::from(buffer[3]).into(),
+            )))
+        });
+        let failing = node_future(async { Err(NodeError::new("ValueError", "bad")) });
+        let json = |output: NodeOutput| match output {
+            NodeOutput::Value(value) => value.to_json().unwrap(),
+            other => panic!("unexpected output {other:?}"),
+        };
+        assert_eq!(json(small.await.unwrap()), 1);
+        assert_eq!(json(large.await.unwrap()), 7);
+        let error = failing.await.unwrap_err();
+        assert_eq!((error.class(), error.message()), ("ValueError", "bad"));
     }
 }

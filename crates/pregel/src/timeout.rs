@@ -137,21 +137,22 @@ impl Progress {
     }
 }
 
-/// One attempt of a node, started with its progress tracker.
-pub(crate) type Attempt<T> = futures::future::BoxFuture<'static, Result<T, NodeError>>;
-
-/// Runs one attempt under `policy`: its output, or a [`NODE_TIMEOUT_ERROR`]
-/// once a limit passes (the attempt is dropped).
-pub(crate) async fn attempt<T>(
+/// Runs one attempt, started with its progress tracker, under `policy`:
+/// its output, or a [`NODE_TIMEOUT_ERROR`] once a limit passes (the attempt
+/// is dropped).
+pub(crate) async fn attempt<T, Fut>(
     node: &str,
     policy: &TimeoutPolicy,
-    run: impl FnOnce(Option<Arc<Progress>>) -> Attempt<T>,
-) -> Result<T, NodeError> {
+    run: impl FnOnce(Option<Arc<Progress>>) -> Fut,
+) -> Result<T, NodeError>
+where
+    Fut: std::future::Future<Output = Result<T, NodeError>>,
+{
     let started = Instant::now();
     let progress = policy
         .idle_timeout
         .map(|_| Arc::new(Progress::new(policy.refresh_on)));
-    let mut work = run(progress.clone());
+    let mut work = std::pin::pin!(run(progress.clone()));
     let hard_deadline = policy.run_timeout.map(|limit| started + limit);
     loop {
         let idle_deadline = match (&progress, policy.idle_timeout) {
@@ -165,7 +166,7 @@ pub(crate) async fn attempt<T>(
         let Some(deadline) = deadline else {
             return work.await;
         };
-        match tokio::time::timeout_at(deadline, &mut work).await {
+        match tokio::time::timeout_at(deadline, work.as_mut()).await {
             Ok(output) => return output,
             Err(_) => {
                 let now = Instant::now();
@@ -205,7 +206,11 @@ fn timed_out(node: &str, kind: &str, limit: Option<Duration>, elapsed: Duration)
 mod tests {
     use super::*;
 
-    fn sleeper(ms: u64, beats: u32) -> impl FnOnce(Option<Arc<Progress>>) -> Attempt<u32> {
+    fn sleeper(
+        ms: u64,
+        beats: u32,
+    ) -> impl FnOnce(Option<Arc<Progress>>) -> futures::future::BoxFuture<'static, Result<u32, NodeError>>
+    {
         move |progress| {
             Box::pin(async move {
                 for _ in 0..beats {
