@@ -277,10 +277,16 @@ impl Value {
         if let Some(value) = self.as_value_type::<T>() {
             return Ok(value);
         }
+        // A shared value (the usual case: channels hold it) is cloned in
+        // place: no reference counting, no second type check.
+        if let Repr::Shared(object) = &self.0
+            && Arc::strong_count(object) > 1
+            && let Some(value) = object.as_any().downcast_ref::<T>()
+        {
+            return Ok(value.clone());
+        }
         match self.downcast_arc::<T>() {
-            // A shared value (the usual case: channels hold it) is cloned
-            // without first trying to take it, which costs an atomic operation.
-            Ok(arc) if Arc::strong_count(&arc) > 1 => Ok((*arc).clone()),
+            // Held only here: taken out, not copied.
             Ok(arc) => Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())),
             Err(value) => value.decode_from_json::<T>(),
         }

@@ -64,7 +64,7 @@ pub type NodeFuture =
     stackfuture::StackFuture<'static, Result<NodeOutput, NodeError>, NODE_FUTURE_INLINE>;
 
 /// How many bytes of a node's future [`NodeFuture`] holds inline.
-pub const NODE_FUTURE_INLINE: usize = 128;
+pub const NODE_FUTURE_INLINE: usize = 64;
 
 /// Wraps a node call's future as a [`NodeFuture`].
 pub fn node_future<F>(future: F) -> NodeFuture

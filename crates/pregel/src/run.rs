@@ -441,6 +441,26 @@ impl Task {
         }
     }
 
+    /// Drops a finished task. Its lists went to the step's pools, and what
+    /// is left owns nothing in the usual step, which then costs no call.
+    fn discard(self) {
+        let Self {
+            input,
+            writes,
+            pad,
+            outcome,
+            messages,
+            fresh,
+            ..
+        } = self;
+        discard(input, Option::is_none);
+        discard(writes, |writes| writes.capacity() == 0);
+        discard(pad, Option::is_none);
+        discard(outcome, Option::is_none);
+        discard(messages, Option::is_none);
+        discard(fresh, |fresh| fresh.capacity() == 0);
+    }
+
     /// The pseudo-task that carries a run's input writes.
     fn input(writes: Vec<(ChannelId, Value)>) -> Self {
         Self {
@@ -463,7 +483,8 @@ struct Task {
     // Set in runs with a checkpointer: the task's id and interrupt answers.
     pad: Option<Arc<Scratchpad>>,
     // Set in runs with a checkpointer once the task ends.
-    outcome: Option<persist::Outcome>,
+    // (Boxed: a task stays small enough to move without a `memcpy` call.)
+    outcome: Option<Box<persist::Outcome>>,
     // Set when a sink wants `messages`: where the task's messages go, built
     // once for its model calls and its output.
     messages: Option<Arc<messages::TaskMessages>>,
@@ -517,10 +538,10 @@ struct Loop {
     // Per read set: the input built for it and the epoch it was built at.
     input_cache: std::cell::RefCell<Vec<Option<(u64, Value)>>>,
     // Buffers reused from step to step.
-    task_buf: Vec<Task>,
-    candidate_buf: Vec<NodeId>,
-    write_buf: Vec<(ChannelId, Value)>,
-    updated_buf: Vec<ChannelId>,
+    task_buf: Reused<Vec<Task>>,
+    candidate_buf: Reused<Vec<NodeId>>,
+    write_buf: Reused<Vec<(ChannelId, Value)>>,
+    updated_buf: Reused<Vec<ChannelId>>,
     // Emptied write lists of finished tasks, reused by the next ones.
     write_pool: std::cell::RefCell<Vec<Vec<(ChannelId, Value)>>>,
     // The fresh reads of the task whose writers are running.
@@ -630,10 +651,10 @@ impl Loop {
             ctx,
             modified: vec![0; count],
             input_cache: std::cell::RefCell::new(vec![None; graph.read_sets.len()]),
-            task_buf: Vec::new(),
-            candidate_buf: Vec::new(),
-            write_buf: Vec::new(),
-            updated_buf: Vec::new(),
+            task_buf: Reused::default(),
+            candidate_buf: Reused::default(),
+            write_buf: Reused::default(),
+            updated_buf: Reused::default(),
             write_pool: std::cell::RefCell::new(Vec::new()),
             fresh_reads: std::cell::RefCell::new(Vec::new()),
             lent: std::cell::RefCell::new(Vec::new()),
@@ -759,7 +780,7 @@ impl Loop {
                 persist.defer(Vec::new());
             }
             // Recycle the last step's list for the next one.
-            self.updated_buf = std::mem::take(&mut updated);
+            self.updated_buf.put(std::mem::take(&mut updated));
             // Finished tasks no longer need their inputs; releasing them (and
             // the cached inputs of channels about to change) lets reducers
             // extend values in place instead of copying shared ones.
@@ -769,8 +790,10 @@ impl Loop {
             self.forget_inputs_of_written(&tasks);
             updated = self.apply_writes(&mut tasks)?;
             let stop_after = self.breakpoint(&self.after, tasks.iter().map(|t| t.node));
-            tasks.clear();
-            self.task_buf = tasks;
+            while let Some(task) = tasks.pop() {
+                task.discard();
+            }
+            self.task_buf.put(tasks);
             self.emit_values(&updated);
             if self.persist.is_some() {
                 self.save(CheckpointSource::Loop, &updated).await?;
@@ -964,9 +987,9 @@ impl Loop {
     }
 
     fn prepare_tasks(&mut self, updated: &[ChannelId]) -> Result<Vec<Task>> {
-        let mut tasks = std::mem::take(&mut self.task_buf);
+        let mut tasks = self.task_buf.take();
         tasks.clear();
-        let mut candidates = std::mem::take(&mut self.candidate_buf);
+        let mut candidates = self.candidate_buf.take();
         candidates.clear();
         let graph = &*self.graph;
         // PUSH tasks: one per Send of the previous step.
@@ -1012,7 +1035,7 @@ impl Loop {
                 self.pull_task(&mut tasks, node);
             }
         }
-        self.candidate_buf = candidates;
+        self.candidate_buf.put(candidates);
         Ok(tasks)
     }
 
@@ -1315,7 +1338,10 @@ impl Loop {
         let error = match result {
             Ok(output) => {
                 self.finish_task(task, &output)?;
-                self.record_outcome(task, persist::Outcome::Wrote, saves);
+                discard(output, |output| matches!(output, NodeOutput::None));
+                if self.persist.is_some() {
+                    self.record_outcome(task, persist::Outcome::Wrote, saves);
+                }
                 return Ok(false);
             }
             Err(error) => error,
@@ -1345,7 +1371,7 @@ impl Loop {
         if let Some(saves) = saves {
             self.save_outcome(saves, task, &outcome);
         }
-        task.outcome = Some(outcome);
+        task.outcome = Some(Box::new(outcome));
     }
 
     /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
@@ -1565,7 +1591,9 @@ impl Loop {
             task.fresh = std::mem::replace(&mut *reads, spare);
         }
         drop(reads);
-        task.writes = writes;
+        discard(std::mem::replace(&mut task.writes, writes), |old| {
+            old.capacity() == 0
+        });
         if self.graph.caches_writes_of(task.node) {
             self.store_cached_writes(task);
         }
@@ -1672,10 +1700,16 @@ impl Loop {
         })
     }
 
+    /// Emits the `values` chunk of a step that updated `updated` to every
+    /// sink that wants one.
+    #[inline]
     fn emit_values(&self, updated: &[ChannelId]) {
-        if !self.run.wants(StreamMode::Values) {
-            return;
+        if self.run.wants(StreamMode::Values) {
+            self.emit_values_to_sinks(updated);
         }
+    }
+
+    fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
         for sink in self.run.sinks() {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
@@ -1747,7 +1781,9 @@ impl Loop {
         if tasks.len() > 1 {
             tasks.sort_by(|a, b| a.path.cmp(&b.path));
         }
-        self.input_seen |= tasks.iter().any(Task::is_input);
+        if !self.input_seen {
+            self.input_seen = tasks.iter().any(Task::is_input);
+        }
         // Only the input pseudo-task has no triggers.
         let bump_step = from_tasks;
         self.epoch += 1;
@@ -1755,7 +1791,7 @@ impl Loop {
             next: self.next_version(),
             epoch: self.epoch,
             bumped: false,
-            updated: std::mem::take(&mut self.updated_buf),
+            updated: self.updated_buf.take(),
         };
         step.updated.clear();
         if from_tasks {
@@ -1781,7 +1817,7 @@ impl Loop {
         if !writes.is_empty() {
             writes.clear();
         }
-        self.write_buf = writes;
+        self.write_buf.put(writes);
         if !fresh.is_empty() {
             fresh.clear();
         }
@@ -1857,7 +1893,7 @@ impl Loop {
     /// the fresh copies their routers made (and kept valid) in `fresh_buf`.
     /// A single task's writes to distinct channels are used as they are.
     fn gather_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<(ChannelId, Value)>> {
-        let mut writes = std::mem::take(&mut self.write_buf);
+        let mut writes = self.write_buf.take();
         for task in tasks.iter_mut() {
             if task.fresh.capacity() > 0 {
                 for copy in task.fresh.drain(..) {
@@ -1968,6 +2004,36 @@ impl Loop {
             self.mark[channel] = step.epoch;
             step.updated.push(channel);
         }
+    }
+}
+
+/// Drops `value`, skipping its drop glue (an out-of-line call even when
+/// there is nothing to free) when `owns_nothing` says it holds no resource:
+/// for the empty lists and outputs every superstep drops.
+#[inline(always)]
+fn discard<T>(value: T, owns_nothing: impl FnOnce(&T) -> bool) {
+    if owns_nothing(&value) {
+        std::mem::forget(value);
+    }
+}
+
+/// A buffer a step takes and gives back, so the next step reuses its
+/// allocation. Giving it back costs no call: the slot is known to be empty.
+struct Reused<T>(Option<T>);
+
+impl<T> Default for Reused<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T: Default> Reused<T> {
+    fn take(&mut self) -> T {
+        self.0.take().unwrap_or_default()
+    }
+
+    fn put(&mut self, value: T) {
+        self.0 = Some(value);
     }
 }
 

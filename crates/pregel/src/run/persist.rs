@@ -535,7 +535,7 @@ impl Loop {
         tasks
             .iter()
             .filter(|task| !task.cached)
-            .filter_map(|task| self.outcome_writes(task, task.outcome.as_ref()?))
+            .filter_map(|task| self.outcome_writes(task, task.outcome.as_deref()?))
             .collect()
     }
 
@@ -627,7 +627,7 @@ impl Loop {
                 tasks.push(Task::input(writes));
                 let updated = self.apply(&mut tasks, discarding)?;
                 tasks.clear();
-                self.task_buf = tasks;
+                self.task_buf.put(tasks);
                 self.save(CheckpointSource::Input, &updated).await?;
                 self.step += 1;
                 Ok(updated)
@@ -640,7 +640,7 @@ impl Loop {
         let mut tasks = self.prepare_tasks(&[])?;
         let unfinished = !tasks.is_empty();
         tasks.clear();
-        self.task_buf = tasks;
+        self.task_buf.put(tasks);
         Ok(unfinished)
     }
 
