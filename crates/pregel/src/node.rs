@@ -214,6 +214,11 @@ impl StateValues {
         Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
     }
 
+    /// The pairs, to change in place, if nothing else shares the map.
+    pub(crate) fn pairs_mut(&mut self) -> Option<&mut Vec<(Arc<str>, Value)>> {
+        Arc::get_mut(&mut self.0)
+    }
+
     /// Adds an entry (copying the pairs first if the map is shared).
     pub fn push(&mut self, key: Arc<str>, value: Value) {
         Arc::make_mut(&mut self.0).push((key, value));

@@ -535,8 +535,8 @@ struct Loop {
     ctx: TaskContext,
     // Per channel: the epoch of its last change (value or availability).
     modified: Vec<u64>,
-    // Per read set: the input built for it and the epoch it was built at.
-    input_cache: std::cell::RefCell<Vec<Option<(u64, Value)>>>,
+    // Per read set: the last input map built for it.
+    input_cache: std::cell::RefCell<Vec<Option<KeptInput>>>,
     // Buffers reused from step to step.
     task_buf: Reused<Vec<Task>>,
     candidate_buf: Reused<Vec<NodeId>>,
@@ -650,7 +650,11 @@ impl Loop {
             run,
             ctx,
             modified: vec![0; count],
-            input_cache: std::cell::RefCell::new(vec![None; graph.read_sets.len()]),
+            input_cache: std::cell::RefCell::new(
+                std::iter::repeat_with(|| None)
+                    .take(graph.read_sets.len())
+                    .collect(),
+            ),
             task_buf: Reused::default(),
             candidate_buf: Reused::default(),
             write_buf: Reused::default(),
@@ -1069,26 +1073,84 @@ impl Loop {
 
     /// The state map a node reads, shared with every node of the same read
     /// set until one of its channels changes.
+    ///
+    /// Once its nodes have let go of it, a stale map is brought up to date
+    /// in place: only the entries of changed channels are read again, and
+    /// the keys are never copied.
     fn read_map(&self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
         let mut cache = self.input_cache.borrow_mut();
-        // The read set's channel list is shared by its nodes (warm in the
-        // cache), unlike each node's own key list.
-        if let Some((built, value)) = &cache[set]
-            && self.graph.read_sets[set]
-                .iter()
-                .all(|c| self.modified[*c] <= *built)
-        {
-            return value.clone();
+        if let Some(kept) = &mut cache[set] {
+            // The read set's channel list is shared by its nodes (warm in
+            // the cache), unlike each node's own key list.
+            if !kept.holes
+                && self.graph.read_sets[set]
+                    .iter()
+                    .all(|c| self.modified[*c] <= kept.built)
+            {
+                return Value::from_arc(kept.map.clone());
+            }
+            if let Some(pairs) = Arc::get_mut(&mut kept.map).and_then(StateValues::pairs_mut) {
+                self.refresh(pairs, &mut kept.channels, keys, kept.built);
+                kept.built = self.epoch;
+                kept.holes = false;
+                return Value::from_arc(kept.map.clone());
+            }
         }
         let mut pairs = Vec::with_capacity(keys.len());
-        pairs.extend(
-            keys.iter().filter_map(|(key, channel)| {
-                Some((key.clone(), self.channels.get(*channel).get()?))
-            }),
-        );
-        let value = Value::new(StateValues::new(pairs));
-        cache[set] = Some((self.epoch, value.clone()));
+        let mut channels = Vec::with_capacity(keys.len());
+        for (key, channel) in keys {
+            if let Some(value) = self.channels.get(*channel).get() {
+                pairs.push((key.clone(), value));
+                channels.push(*channel);
+            }
+        }
+        let map = Arc::new(StateValues::new(pairs));
+        let value = Value::from_arc(map.clone());
+        cache[set] = Some(KeptInput {
+            built: self.epoch,
+            map,
+            channels,
+            holes: false,
+        });
         value
+    }
+
+    /// Reads again the entries of a kept map (built from `keys` at epoch
+    /// `built`) whose channels changed since, or whose values
+    /// `forget_inputs` took; `channels` is the channel of each entry.
+    fn refresh(
+        &self,
+        pairs: &mut Vec<(Arc<str>, Value)>,
+        channels: &mut Vec<ChannelId>,
+        keys: &[(Arc<str>, ChannelId)],
+        built: u64,
+    ) {
+        let mut at = 0;
+        for (key, channel) in keys {
+            let present = channels.get(at) == Some(channel);
+            // A taken value is left as an inline `null`; a real one reads
+            // again at no cost.
+            if self.modified[*channel] <= built && !(present && pairs[at].1.is_inline_null()) {
+                at += usize::from(present);
+                continue;
+            }
+            match (present, self.channels.get(*channel).get()) {
+                (true, Some(value)) => {
+                    pairs[at].1 = value;
+                    at += 1;
+                }
+                (true, None) => {
+                    pairs.remove(at);
+                    channels.remove(at);
+                }
+                (false, Some(value)) => {
+                    pairs.insert(at, (key.clone(), value));
+                    channels.insert(at, *channel);
+                    at += 1;
+                }
+                (false, None) => {}
+            }
+        }
     }
 
     fn triggered(&self, node: NodeId) -> bool {
@@ -2178,15 +2240,40 @@ fn update_with(
 
 /// Drops the cached inputs whose read set has a channel `changes` names.
 fn forget_inputs(
-    cache: &mut [Option<(u64, Value)>],
+    cache: &mut [Option<KeptInput>],
     read_sets: &[Vec<ChannelId>],
     changes: impl Fn(ChannelId) -> bool,
 ) {
     for (entry, set) in cache.iter_mut().zip(read_sets) {
-        if entry.is_some() && set.iter().any(|c| changes(*c)) {
+        let Some(kept) = entry else { continue };
+        if !set.iter().any(|c| changes(*c)) {
+            continue;
+        }
+        // A map nobody else holds keeps its keys and other values: only
+        // the values about to change are taken (`Loop::refresh` reads them
+        // again).
+        let Some(pairs) = Arc::get_mut(&mut kept.map).and_then(StateValues::pairs_mut) else {
             *entry = None;
+            continue;
+        };
+        for ((_, value), channel) in pairs.iter_mut().zip(&kept.channels) {
+            if changes(*channel) {
+                *value = Value::null();
+                kept.holes = true;
+            }
         }
     }
+}
+
+/// A read set's last input map, kept for the nodes that read it next.
+struct KeptInput {
+    /// The epoch the map was last brought up to date at.
+    built: u64,
+    map: Arc<StateValues>,
+    /// The channel of each of the map's entries.
+    channels: Vec<ChannelId>,
+    /// Whether `forget_inputs` took values out of the map.
+    holes: bool,
 }
 
 /// The output of a node without a function: its input, or the `Command` a

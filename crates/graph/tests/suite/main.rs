@@ -11,6 +11,7 @@ mod crash;
 mod debug_print;
 mod error_handlers;
 mod hitl;
+mod input_maps;
 mod managed_values;
 mod node_cache;
 mod persistence;
