@@ -5,6 +5,7 @@ mod cache;
 mod error;
 mod graph;
 mod node;
+mod queue;
 mod rand;
 mod retry;
 mod run;

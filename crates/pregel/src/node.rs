@@ -2,16 +2,16 @@
 //! they run and how their output becomes channel writes.
 
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use stategraph_core::{RunnableConfig, Value};
 
 use crate::error::NodeError;
+pub(crate) use crate::queue::ChunkQueue;
 use crate::retry::RetryPolicy;
 use crate::types::{Command, StreamChunk, StreamMode, StreamModes};
 use crate::{ChannelId, PregelError};
@@ -541,66 +541,6 @@ impl Sink {
 
     pub(crate) fn has_pending(&self) -> bool {
         self.queue.has_pending()
-    }
-}
-
-/// The chunks a run's stream has not handed out yet, in the order they
-/// were sent (by the loop, its tasks, subgraph runs, stream writers).
-#[derive(Default)]
-pub(crate) struct ChunkQueue {
-    chunks: Mutex<VecDeque<StreamChunk>>,
-    // How many chunks wait, kept beside the lock so that the loop's check
-    // after every step is a plain load. Written under the lock only.
-    waiting: AtomicUsize,
-    // Set by the run's loop when it returns `Pending` only to let the
-    // stream hand out chunks (`run::YieldToStream`), taken by the stream.
-    yielded: AtomicBool,
-}
-
-impl ChunkQueue {
-    pub(crate) fn push(&self, chunk: StreamChunk) {
-        let mut chunks = self
-            .chunks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        chunks.push_back(chunk);
-        self.waiting.store(chunks.len(), Ordering::Relaxed);
-    }
-
-    /// Whether chunks wait. A push made on another thread without a
-    /// synchronisation since may not be seen yet (the chunk is then taken
-    /// a little later); one that happened before this call always is.
-    pub(crate) fn has_pending(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) != 0
-    }
-
-    /// Marks that the run's loop yields to its stream without waking it.
-    pub(crate) fn mark_yield(&self) {
-        self.yielded.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether the run's loop last returned `Pending` to yield (it is then
-    /// ready to go on at once); clears the mark.
-    pub(crate) fn take_yield(&self) -> bool {
-        // A load first: the usual answer needs no write.
-        self.yielded.load(Ordering::Relaxed) && {
-            self.yielded.store(false, Ordering::Relaxed);
-            true
-        }
-    }
-
-    /// Moves every waiting chunk to the end of `into`.
-    pub(crate) fn take_into(&self, into: &mut VecDeque<StreamChunk>) {
-        let mut chunks = self
-            .chunks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if into.is_empty() {
-            std::mem::swap(&mut *chunks, into);
-        } else {
-            into.append(&mut chunks);
-        }
-        self.waiting.store(0, Ordering::Relaxed);
     }
 }
 

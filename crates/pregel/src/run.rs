@@ -314,26 +314,32 @@ impl RunStream {
 impl Stream for RunStream {
     type Item = Result<StreamChunk>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
         loop {
             // Chunks the run queued before it last returned were taken then;
             // while it is alive, new ones are taken after polling it.
-            let finished = self.run.is_none();
-            if let Some(chunk) = self.pop(finished) {
+            let finished = this.run.is_none();
+            if let Some(chunk) = this.pop(finished) {
                 return Poll::Ready(Some(Ok(chunk)));
             }
-            let Some(run) = self.run.as_mut() else {
-                return Poll::Ready(self.error.take().map(Err));
+            let Some(run) = this.run.as_mut() else {
+                return Poll::Ready(this.error.take().map(Err));
             };
-            match run.as_mut().poll(cx) {
+            // Chunks sent from inside this poll, on this thread, skip the
+            // queue's lock (see `ChunkQueue::polling`).
+            match this
+                .queue
+                .polling(&mut this.taken, || run.as_mut().poll(cx))
+            {
                 Poll::Ready(result) => {
-                    self.run = None;
-                    self.error = result.err();
+                    this.run = None;
+                    this.error = result.err();
                 }
                 Poll::Pending => {
                     // The loop yields with chunks waiting; hand them out first.
-                    let yielded = self.queue.take_yield();
-                    return match self.pop(true) {
+                    let yielded = this.queue.take_yield();
+                    return match this.pop(true) {
                         Some(chunk) => Poll::Ready(Some(Ok(chunk))),
                         None => {
                             if yielded {
