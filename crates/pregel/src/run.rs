@@ -1983,11 +1983,7 @@ impl Loop {
                     .get_mut()
                     .push(std::mem::take(&mut task.fresh));
             }
-            if writes.is_empty() {
-                std::mem::swap(&mut writes, &mut task.writes);
-            } else {
-                writes.append(&mut task.writes);
-            }
+            writes.append(&mut task.writes);
             if task.writes.capacity() > 0 {
                 self.write_pool
                     .get_mut()
@@ -2034,16 +2030,17 @@ impl Loop {
                 .iter()
                 .position(|f| f.channel == channel && f.writes == count)
                 .filter(|&i| self.modified[channel] != step.epoch || fresh[i].copy.is_none());
-            let changed = match (reuse, group) {
-                (Some(i), _) => {
-                    let fresh = fresh.swap_remove(i);
-                    if let Some(copy) = fresh.copy {
-                        self.channels.set(channel, copy);
-                    }
-                    Ok(fresh.changed)
+            let changed = if let Some(i) = reuse {
+                let fresh = fresh.swap_remove(i);
+                if let Some(copy) = fresh.copy {
+                    self.channels.set(channel, copy);
                 }
-                (None, ChannelWrites::One(value)) => self.channels.update_one(channel, value),
-                (None, ChannelWrites::Many(values)) => self.channels.update(channel, values),
+                Ok(fresh.changed)
+            } else {
+                match group {
+                    ChannelWrites::One(value) => self.channels.update_one(channel, value),
+                    ChannelWrites::Many(values) => self.channels.update(channel, values),
+                }
             };
             if changed.map_err(|err| err.at_key(self.name(channel)))? {
                 self.record_change(channel, step);
