@@ -51,11 +51,12 @@ fn input() -> Json {
     json!({"n": 0, "log": [], "fixed": "f"})
 }
 
-/// Loops `tick` back to itself until `n` reaches `STEPS`.
-fn loop_on(g: &mut StateGraph, node: &str) {
-    g.add_edge(START, node).unwrap();
+/// Loops `tick` back to itself until `n` reaches `STEPS`, runs the graph
+/// on `input()` and returns its output.
+async fn run_loop(mut g: StateGraph) -> Json {
+    g.add_edge(START, "tick").unwrap();
     g.add_conditional_edges(
-        node,
+        "tick",
         |s: &Json| {
             if s["n"].as_i64() < Some(STEPS) {
                 "tick"
@@ -66,6 +67,13 @@ fn loop_on(g: &mut StateGraph, node: &str) {
         None,
     )
     .unwrap();
+    g.compile()
+        .unwrap()
+        .invoke(input(), &RunnableConfig::default())
+        .await
+        .unwrap()
+        .to_json()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -78,19 +86,13 @@ async fn each_step_reads_the_state_as_of_that_step() {
         std::future::ready(Ok::<_, NodeError>(update(s["n"].as_i64().unwrap())))
     })
     .unwrap();
-    loop_on(&mut g, "tick");
-    let out = g
-        .compile()
-        .unwrap()
-        .invoke(input(), &RunnableConfig::default())
-        .await
-        .unwrap();
+    let out = run_loop(g).await;
     let seen = seen.lock().unwrap();
     let want: Vec<Json> = (0..STEPS).map(expected).collect();
     assert_eq!(*seen, want);
     let log: Vec<i64> = (1..=STEPS).collect();
     assert_eq!(
-        out.to_json().unwrap(),
+        out,
         json!({"n": STEPS, "odd": STEPS, "log": log, "fixed": "f"})
     );
 }
@@ -110,12 +112,7 @@ async fn a_map_a_node_keeps_does_not_change_under_it() {
         std::future::ready(Ok::<_, NodeError>(update(n)))
     })
     .unwrap();
-    loop_on(&mut g, "tick");
-    g.compile()
-        .unwrap()
-        .invoke(input(), &RunnableConfig::default())
-        .await
-        .unwrap();
+    run_loop(g).await;
     let kept: Vec<Json> = kept
         .lock()
         .unwrap()
@@ -223,12 +220,7 @@ async fn a_write_that_changes_nothing_still_reads_as_the_kept_value() {
         std::future::ready(Ok::<_, NodeError>(write))
     })
     .unwrap();
-    loop_on(&mut g, "tick");
-    g.compile()
-        .unwrap()
-        .invoke(input(), &RunnableConfig::default())
-        .await
-        .unwrap();
+    run_loop(g).await;
     let mut want = vec![Json::Null];
     want.extend((1..STEPS).map(|_| json!(100)));
     assert_eq!(*seen.lock().unwrap(), want);
