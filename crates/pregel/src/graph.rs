@@ -132,6 +132,8 @@ pub(crate) struct PregelInner {
     pub(crate) read_sets: Vec<Vec<ChannelId>>,
     // Per node: its read set (meaningful for `Reads::Map` nodes only).
     pub(crate) node_read_set: Vec<usize>,
+    // Per channel: whether some read set reads it.
+    pub(crate) in_read_set: Vec<bool>,
     // Per node: where its triggers' seen versions start in a run's flat table.
     pub(crate) seen_offset: Vec<usize>,
     // The size of that table: every node's triggers.
@@ -666,6 +668,10 @@ impl PregelBuilder {
                 next[*trigger] += 1;
             }
         }
+        let mut in_read_set = vec![false; channel_count];
+        for channel in read_sets.iter().flatten() {
+            in_read_set[*channel] = true;
+        }
         Ok(Pregel {
             inner: Arc::new(PregelInner {
                 shape: self.shape,
@@ -680,6 +686,7 @@ impl PregelBuilder {
                 tasks_channel,
                 read_sets,
                 node_read_set,
+                in_read_set,
                 seen_offset,
                 seen_len: offset,
                 initially_live,

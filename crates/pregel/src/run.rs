@@ -1066,6 +1066,14 @@ impl Loop {
 
     /// Drops cached inputs that read a channel the tasks write.
     fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
+        // Most steps write only channels no node reads as a map (edges).
+        let read = &self.graph.in_read_set;
+        if !tasks
+            .iter()
+            .any(|task| task.writes.iter().any(|(c, _)| read[*c]))
+        {
+            return;
+        }
         forget_inputs(
             self.input_cache.get_mut(),
             &self.graph.read_sets,
