@@ -107,7 +107,8 @@ impl ChunkQueue {
         self.waiting.load(Ordering::Relaxed) != 0 || self.has_local()
     }
 
-    /// Whether chunks sent in this poll wait in this thread's local buffer.
+    /// Whether chunks wait in this thread's local buffer while it is this
+    /// queue's: the stream's taken ones lent to it and those sent since.
     fn has_local(&self) -> bool {
         self.is_polled_here()
             && LOCAL

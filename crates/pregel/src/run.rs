@@ -1064,7 +1064,8 @@ impl Loop {
         tasks.push(Task::new(node, TaskPath::Pull(node), Some(input)));
     }
 
-    /// Drops cached inputs that read a channel the tasks write.
+    /// Releases the kept inputs' hold on the channels the tasks write (see
+    /// `forget_inputs`), so reducers extend those values in place.
     fn forget_inputs_of_written(&mut self, tasks: &[Task]) {
         // Most steps write only channels no node reads as a map (edges).
         let read = &self.graph.in_read_set;
@@ -2249,7 +2250,9 @@ fn update_with(
     }
 }
 
-/// Drops the cached inputs whose read set has a channel `changes` names.
+/// Releases the kept inputs' values of the channels `changes` names: an
+/// unshared map loses just those values (left as inline `null`s and marked
+/// as holes), a shared one is dropped whole.
 fn forget_inputs(
     cache: &mut [Option<KeptInput>],
     read_sets: &[Vec<ChannelId>],
