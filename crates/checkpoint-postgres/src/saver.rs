@@ -434,6 +434,7 @@ impl PostgresSaver {
         require_head: bool,
     ) -> Result<CheckpointConfig> {
         let operation = if require_head { "put_if_head" } else { "put" };
+        Error::check_child_order(operation, config, &checkpoint.id)?;
         let put = PreparedPut::new(
             &*self.serializer,
             config,

@@ -114,6 +114,7 @@ impl SqliteSaver {
     ) -> Result<CheckpointConfig> {
         let config = config.clone();
         let operation = if require_head { "put_if_head" } else { "put" };
+        stategraph_checkpoint::Error::check_child_order(operation, &config, &checkpoint.id)?;
         self.blocking(operation, move |db| {
             // Serialize here, on the blocking pool, not on the async executor.
             let request =

@@ -35,6 +35,23 @@ pub enum Error {
         /// What conflicted.
         message: String,
     },
+    /// A checkpoint's id does not sort above its parent's. Ids grow along
+    /// a thread (string order is creation order), so such a child could
+    /// never be the thread's latest checkpoint; the usual cause is a writer
+    /// whose clock runs behind the one that wrote the parent.
+    #[error(
+        "{operation} failed for thread {thread_id:?}: checkpoint id {checkpoint_id:?} does not sort above its parent {parent:?}"
+    )]
+    IdBeforeParent {
+        /// The saver operation.
+        operation: &'static str,
+        /// The thread.
+        thread_id: String,
+        /// The id that was refused.
+        checkpoint_id: String,
+        /// The parent's id.
+        parent: String,
+    },
     /// The saver does not implement this operation.
     #[error("{operation} is not supported by {saver}")]
     Unsupported {
@@ -76,10 +93,29 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::InvalidFilterKey { .. } | Self::InvalidInput { .. } => ErrorKind::InvalidInput,
-            Self::Conflict { .. } => ErrorKind::Conflict,
+            Self::Conflict { .. } | Self::IdBeforeParent { .. } => ErrorKind::Conflict,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Value { .. } | Self::UnknownTag { .. } => ErrorKind::Serialization,
             Self::Backend { .. } => ErrorKind::Backend,
+        }
+    }
+
+    /// Checks that a put's checkpoint sorts above its parent (the
+    /// config's `checkpoint_id`): every saver refuses it otherwise with
+    /// [`Error::IdBeforeParent`], before it stores anything.
+    pub fn check_child_order(
+        operation: &'static str,
+        config: &crate::CheckpointConfig,
+        checkpoint_id: &stategraph_core::CheckpointId,
+    ) -> Result<()> {
+        match &config.checkpoint_id {
+            Some(parent) if checkpoint_id <= parent => Err(Self::IdBeforeParent {
+                operation,
+                thread_id: config.thread_id.clone(),
+                checkpoint_id: checkpoint_id.to_string(),
+                parent: parent.to_string(),
+            }),
+            _ => Ok(()),
         }
     }
 

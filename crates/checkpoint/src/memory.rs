@@ -238,6 +238,8 @@ impl InMemorySaver {
         new_versions: ChannelVersions,
         require_head: bool,
     ) -> Result<CheckpointConfig> {
+        let operation = if require_head { "put_if_head" } else { "put" };
+        Error::check_child_order(operation, config, &checkpoint.id)?;
         let mut new_blobs = Vec::with_capacity(new_versions.len());
         for (channel, version) in &new_versions {
             let blob = match checkpoint.channel_values.get(channel) {

@@ -225,7 +225,13 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug + 'static {
     /// Lists checkpoints newest first.
     fn list(&self, query: ListQuery) -> impl Stream<Item = Result<CheckpointTuple>> + Send + '_;
 
-    /// Stores a checkpoint.
+    /// Stores a checkpoint as a child of `config.checkpoint_id` (none for
+    /// a thread's first).
+    ///
+    /// # Errors
+    /// [`Error::IdBeforeParent`] when the checkpoint's id does not sort
+    /// above its parent's (see [`Error::check_child_order`]); a re-put of
+    /// a stored id with another parent is a [`Error::Conflict`].
     fn put(
         &self,
         config: &CheckpointConfig,

@@ -129,3 +129,45 @@ pub async fn cp_hd_07_plain_put_still_forks<S: CheckpointSaver>(saver: &S) {
         first.checkpoint_id
     );
 }
+
+/// CP-HD-08: a checkpoint whose id does not sort above its parent's
+/// (CP-EXT-11, issue 21 observation 7) is refused by `put` and `put_if_head`
+/// alike (`IdBeforeParent`, a conflict) and nothing is stored: ids grow
+/// along a thread, and such a child of the head could never be the latest.
+pub async fn cp_hd_08_ids_below_the_parent_are_refused<S: CheckpointSaver>(saver: &S) {
+    let tid = thread_id();
+    let first = put_if_head(saver, &config(&tid)).await.unwrap();
+    // The head a process whose clock runs ahead wrote.
+    let mut ahead = checkpoint();
+    ahead.id = "ffffffff-0000-7000-8000-000000000000".into();
+    let ahead = put(saver, &first, ahead, loop_metadata()).await;
+    let behind = || {
+        let mut behind = checkpoint();
+        behind.id = "00000000-0000-7000-8000-000000000000".into();
+        behind
+    };
+    let err = saver
+        .put(&ahead, behind(), loop_metadata(), Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, stategraph_checkpoint::Error::IdBeforeParent { .. }),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    let err = saver
+        .put_if_head(&ahead, behind(), loop_metadata(), Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(
+        latest_id(saver, &config(&tid)).await,
+        ahead.checkpoint_id.as_ref().map(|id| id.to_string())
+    );
+    let history: Vec<_> = saver
+        .list(ListQuery::thread(&tid))
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 2, "the refused checkpoint was not stored");
+}

@@ -272,6 +272,7 @@ macro_rules! __conformance_group {
             cp_hd_05_one_of_eight_concurrent_writers_wins,
             cp_hd_06_namespaces_have_separate_heads,
             cp_hd_07_plain_put_still_forks,
+            cp_hd_08_ids_below_the_parent_are_refused,
         );
     };
     ($other:ident) => {
@@ -353,8 +354,8 @@ mod tests {
             );
             total += cases.len();
         }
-        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 6 CP-EXT, 7 CP-HD.
-        assert_eq!(total, 109);
+        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 6 CP-EXT, 8 CP-HD.
+        assert_eq!(total, 110);
     }
 
     #[test]

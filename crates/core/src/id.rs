@@ -56,9 +56,33 @@ pub fn random_uuid() -> String {
 }
 
 impl CheckpointId {
-    /// Generates a fresh id, greater than every id this process generated before.
+    /// Generates a fresh id, greater than every id this process generated
+    /// before (but those [`new_after`](Self::new_after) placed above a
+    /// foreign head).
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
+        Self::above(0)
+    }
+
+    /// Generates a fresh id that also sorts above `floor`, as the next
+    /// checkpoint of a thread whose head is `floor` must: another process
+    /// whose clock runs ahead may have written that head. Like [`new`](Self::new)
+    /// when `floor` is not an id in the generated form (a lowercase
+    /// hyphenated UUID); a saver then refuses a put that would sort below
+    /// its head.
+    pub fn new_after(floor: &CheckpointId) -> Self {
+        let floor = uuid::Uuid::try_parse(floor.as_str())
+            .ok()
+            .filter(|id| {
+                let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
+                id.hyphenated().encode_lower(&mut text) == floor.as_str()
+            })
+            .map_or(0, |id| id.as_u128());
+        Self::above(floor)
+    }
+
+    /// A fresh id above both every id generated before and `floor`.
+    fn above(floor: u128) -> Self {
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -74,12 +98,20 @@ impl CheckpointId {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Within one millisecond (or after a clock step back) keep counting up from
         // the last id, so ids never repeat and never go backwards.
-        let id = if candidate > *last {
+        let mut id = if candidate > *last {
             candidate
         } else {
             *last + 1
         };
-        *last = id;
+        if id > floor {
+            *last = id;
+        } else {
+            // Above a head from a clock ahead of ours: just above it, plus
+            // random low bits so two runs racing from that head get distinct
+            // ids. Not recorded as the last id: one thread's head must not
+            // drag every later id of the process to it.
+            id = floor.saturating_add(1 + u128::from(random_u64() >> 32));
+        }
         drop(last);
         let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
         Self(Arc::from(
@@ -180,6 +212,21 @@ mod tests {
         ] {
             assert_eq!(CheckpointId::from(text).uuid_bytes(), None, "{text}");
         }
+    }
+
+    #[test]
+    fn ids_after_a_head_from_a_clock_ahead_sort_above_it() {
+        let ahead = CheckpointId::from("ffffffff-0000-7000-8000-000000000000");
+        let next = CheckpointId::new_after(&ahead);
+        let racing = CheckpointId::new_after(&ahead);
+        assert!(next > ahead, "{next} must sort above {ahead}");
+        assert!(racing > ahead && racing != next, "{racing} vs {next}");
+        // Our own earlier head: the ordinary next id already sorts above it.
+        let own = CheckpointId::new();
+        assert!(CheckpointId::new_after(&own) > own);
+        // A head that is not in the generated form gives an ordinary id.
+        let foreign = CheckpointId::from("zzz");
+        assert!(CheckpointId::new_after(&foreign) < foreign);
     }
 
     #[test]

@@ -172,6 +172,20 @@ pub enum PregelError {
     /// The checkpoint saver failed.
     #[error(transparent)]
     Checkpoint(#[from] stategraph_checkpoint::Error),
+    /// Another run or update moved the thread's head while this one was
+    /// working on it. Nothing this run saved after that became the head:
+    /// the winner's checkpoints stay the thread's state. Run again (on the
+    /// new head) or report the thread busy.
+    #[error("thread {thread_id:?} (namespace {checkpoint_ns:?}) is busy: {source}")]
+    ThreadBusy {
+        /// The thread.
+        thread_id: String,
+        /// The namespace whose head moved.
+        checkpoint_ns: String,
+        /// The saver's conflict.
+        #[source]
+        source: Box<stategraph_checkpoint::Error>,
+    },
     /// The graph has a checkpointer but the run's config names no thread
     /// (LangGraph's `ValueError` about the `configurable` keys).
     #[error(
@@ -204,6 +218,7 @@ impl PregelError {
             Self::Node { .. } => ErrorKind::Backend,
             Self::Value(err) => err.kind(),
             Self::Checkpoint(err) => err.kind(),
+            Self::ThreadBusy { .. } => ErrorKind::Conflict,
         }
     }
 
@@ -221,6 +236,7 @@ impl PregelError {
             Self::ParentCommand(_) => "ParentCommand",
             Self::InvalidGraph(_) => "ValueError",
             Self::Checkpoint(_) => "CheckpointError",
+            Self::ThreadBusy { .. } => "ThreadBusyError",
             Self::MissingThreadId | Self::NoCheckpointer => "ValueError",
             Self::Unsupported(_) => "NotImplementedError",
         }

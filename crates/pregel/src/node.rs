@@ -1334,6 +1334,8 @@ pub struct RunOptions {
     pub(crate) parent: Option<ParentRun>,
     // The store of the task a subgraph runs in.
     pub(crate) store: Option<stategraph_store::SharedStore>,
+    // How many times `invoke` runs again after `ThreadBusy`.
+    pub(crate) busy_retries: u32,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -1383,6 +1385,22 @@ impl RunOptions {
     #[must_use]
     pub fn durability(mut self, durability: crate::Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// Waits and runs again on the thread's new head, up to `retries`
+    /// times, when the run finds its thread busy
+    /// ([`PregelError::ThreadBusy`](crate::PregelError::ThreadBusy): another
+    /// run or update moved the head first). The default is 0: the run
+    /// fails and the caller decides. Each retry sleeps a short random
+    /// pause (growing, at most 250 ms) first.
+    ///
+    /// Only the `invoke` methods retry; a stream's chunks are already
+    /// delivered, so it hands the error to its caller. A retried run runs
+    /// its nodes again: use it where a node's side effects may repeat.
+    #[must_use]
+    pub fn retry_when_busy(mut self, retries: u32) -> Self {
+        self.busy_retries = retries;
         self
     }
 
@@ -1685,6 +1703,8 @@ impl TaskContext {
             interrupt_before: None,
             interrupt_after: None,
             durability: crate::Durability::default(),
+            // The root run retries, not its subgraphs.
+            busy_retries: 0,
             context: self.run.context.clone(),
             store: self.run.store.clone(),
             subgraphs: self.run.subgraphs,

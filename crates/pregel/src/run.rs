@@ -158,10 +158,37 @@ impl Pregel {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> Result<(Value, Vec<Interrupt>)> {
+        let input = input.into();
+        let mut retries = options.busy_retries;
+        let mut pause_ms = 2;
+        loop {
+            match self
+                .invoke_once(input.clone(), config, options.clone())
+                .await
+            {
+                Err(PregelError::ThreadBusy { .. }) if retries > 0 => {
+                    retries -= 1;
+                    // A random pause, so runs that collided do not collide again.
+                    let jitter = stategraph_core::random_u64() % pause_ms;
+                    tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
+                    pause_ms = (pause_ms * 2).min(250);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One run of [`Pregel::invoke_parts`].
+    async fn invoke_once(
+        &self,
+        input: Input,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> Result<(Value, Vec<Interrupt>)> {
         let output = self.inner.output.clone();
         let mut stream = RunStream::start(
             self.inner.clone(),
-            input.into(),
+            input,
             config.clone(),
             StreamMode::Values.into(),
             output,
@@ -707,10 +734,12 @@ impl Loop {
                     } else {
                         durability
                     };
+                    let may_branch = target.checkpoint_id.is_some();
                     self.persist = Some(Box::new(persist::Persist::new(
                         scope.saver,
                         durability,
                         target,
+                        may_branch,
                     )));
                     let result = self.steps(input).await;
                     self.finish_persisted(result).await

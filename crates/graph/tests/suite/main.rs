@@ -6,6 +6,7 @@
 
 mod support;
 
+mod concurrency;
 mod context;
 mod crash;
 mod debug_print;

@@ -132,6 +132,16 @@ pub(super) struct Persist {
     deferred: Vec<TaskWrites>,
     // Exit durability: the checkpoint to save, built when the run stopped.
     frozen: Option<ExitCheckpoint>,
+    // Puts go through the saver's compare-and-set on the head (it claims
+    // `put_if_head`), so a concurrent run on the thread fails instead of
+    // forking it.
+    compare_head: bool,
+    // The next put may branch off a checkpoint that is not the head (the
+    // run or update named a past checkpoint: time travel).
+    may_branch: bool,
+    // When it may: the thread's latest checkpoint, which the branch's id
+    // must sort above to be the thread's new latest.
+    latest: Option<CheckpointId>,
     // The run stopped at an interrupt or a breakpoint.
     stopped: bool,
 }
@@ -148,12 +158,19 @@ struct ExitCheckpoint {
 pub(crate) type TaskWrites = (Arc<str>, String, Vec<(String, Value)>);
 
 impl Persist {
+    /// Saves to `target`. Every put extends the thread's head (and fails
+    /// if another writer moved it), but the first when `may_branch`: a run
+    /// from a named past checkpoint starts a branch.
     pub(super) fn new(
         saver: SharedSaver,
         durability: Durability,
         target: CheckpointConfig,
+        may_branch: bool,
     ) -> Self {
         Self {
+            compare_head: saver.capabilities().put_if_head,
+            may_branch,
+            latest: None,
             saver,
             durability,
             namespace: Arc::from(target.checkpoint_ns.as_str()),
@@ -198,6 +215,15 @@ impl Persist {
     /// The put in flight, to run alongside the next step.
     pub(super) fn take_pending(&mut self) -> Option<BoxFuture<'static, Result<()>>> {
         self.pending.take()
+    }
+
+    /// The id of the next checkpoint: above its parent, which is the
+    /// thread's head unless the put branches.
+    fn next_id(&self, parent: Option<&CheckpointId>) -> CheckpointId {
+        let latest = self.latest.as_ref().filter(|_| self.may_branch);
+        parent
+            .max(latest)
+            .map_or_else(CheckpointId::new, CheckpointId::new_after)
     }
 
     /// The version a channel gets when it next changes.
@@ -548,6 +574,16 @@ impl Loop {
         };
         let saver = persist.saver.clone();
         let target = persist.target.clone();
+        if persist.may_branch {
+            let latest = CheckpointConfig {
+                checkpoint_id: None,
+                ..target.clone()
+            };
+            let latest = saver.get_tuple(&latest).await?.map(|t| t.checkpoint.id);
+            if let Some(persist) = self.persist.as_mut() {
+                persist.latest = latest;
+            }
+        }
         let Some(tuple) = saver.get_tuple(&target).await? else {
             return Ok(false);
         };
@@ -656,17 +692,11 @@ impl Loop {
             return Ok(());
         }
         self.resumed = None;
-        let Some((saver, latest, current)) = self.persist.as_ref().map(|persist| {
-            let latest = CheckpointConfig {
-                checkpoint_id: None,
-                ..persist.target.clone()
-            };
-            (persist.saver.clone(), latest, persist.current.clone())
-        }) else {
+        let Some(persist) = self.persist.as_ref() else {
             return Ok(());
         };
-        let latest = saver.get_tuple(&latest).await?;
-        let superseded = latest.is_none_or(|latest| current != Some(latest.checkpoint.id));
+        // `load` read the latest checkpoint: a run from a named one may branch.
+        let superseded = persist.latest.is_none() || persist.current != persist.latest;
         let replayable = !matches!(
             self.loaded_source,
             Some(CheckpointSource::Update | CheckpointSource::Fork)
@@ -785,7 +815,7 @@ impl Loop {
         if durability == Durability::Exit {
             let metadata = announce.then(|| self.metadata(source, self.step));
             if let Some(persist) = self.persist.as_mut() {
-                let id = CheckpointId::new();
+                let id = persist.next_id(persist.current.as_ref());
                 let parent = persist.current.replace(id.clone());
                 if let Some(metadata) = &metadata {
                     self.announced = Some(Announced::new(persist, id.clone(), parent, metadata));
@@ -807,7 +837,12 @@ impl Loop {
             return Ok(());
         }
         let metadata = self.metadata(source, self.step);
-        let checkpoint = self.checkpoint(CheckpointId::new(), Some(self.channel_names(updated)));
+        let id = self
+            .persist
+            .as_ref()
+            .map(|persist| persist.next_id(persist.target.checkpoint_id.as_ref()))
+            .unwrap_or_else(CheckpointId::new);
+        let checkpoint = self.checkpoint(id, Some(self.channel_names(updated)));
         if announce && let Some(persist) = self.persist.as_ref() {
             let parent = persist.current.clone();
             self.announced = Some(Announced::new(
@@ -957,14 +992,31 @@ impl Persist {
         self.saved_versions = versions;
         let saver = self.saver.clone();
         let previous = self.pending.take();
+        let compare_head = self.compare_head && !std::mem::take(&mut self.may_branch);
         async move {
             if let Some(previous) = previous {
                 previous.await?;
             }
-            saver
-                .put(&config, checkpoint, metadata, new_versions)
-                .await?;
-            Ok(())
+            if !compare_head {
+                saver
+                    .put(&config, checkpoint, metadata, new_versions)
+                    .await?;
+                return Ok(());
+            }
+            match saver
+                .put_if_head(&config, checkpoint, metadata, new_versions)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(source @ stategraph_checkpoint::Error::Conflict { .. }) => {
+                    Err(PregelError::ThreadBusy {
+                        thread_id: config.thread_id,
+                        checkpoint_ns: config.checkpoint_ns,
+                        source: Box::new(source),
+                    })
+                }
+                Err(other) => Err(other.into()),
+            }
         }
         .boxed()
     }

@@ -93,12 +93,16 @@ impl Pregel {
             return Err(PregelError::InvalidGraph("No supersteps provided".into()));
         }
         let mut target = target_of(config)?;
+        // Only the first superstep may branch off a named past checkpoint;
+        // each later one extends the checkpoint saved before it.
+        let mut may_branch = target.checkpoint_id.is_some();
         for updates in supersteps {
             let mut state = detached(&self.inner);
             state.persist = Some(Box::new(Persist::new(
                 saver.clone(),
                 Durability::Sync,
                 target.clone(),
+                std::mem::take(&mut may_branch),
             )));
             target = state.perform_update(updates).await?;
         }

@@ -711,3 +711,20 @@ pub(crate) fn py_messages(value: &Json) -> Json {
         other => other.clone(),
     }
 }
+
+/// The throwaway cluster `cargo xtask ci` starts (`None` outside CI when
+/// the variable is unset: the PostgreSQL part is then skipped, loudly).
+#[allow(clippy::print_stderr)] // Says that the PostgreSQL part did not run.
+pub(crate) fn postgres_url() -> Option<String> {
+    match std::env::var("STATEGRAPH_TEST_POSTGRES_URL") {
+        Ok(url) => Some(url),
+        // CI must not pass without PostgreSQL.
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("STATEGRAPH_TEST_POSTGRES_URL is not set under CI")
+        }
+        Err(_) => {
+            eprintln!("STATEGRAPH_TEST_POSTGRES_URL is not set: PostgreSQL part not run");
+            None
+        }
+    }
+}
