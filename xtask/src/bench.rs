@@ -99,8 +99,13 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
         .iter()
         .filter_map(|line| line["workload"].as_str())
         // Saver and store workloads have no counterpart in the official
-        // harness (their own scripts cover them).
-        .filter(|name| !name.starts_with("checkpoint_") && !name.starts_with("store_"))
+        // harness (their own scripts cover them); the provider's stream
+        // decoder (`sse_*`) has none anywhere.
+        .filter(|name| {
+            !name.starts_with("checkpoint_")
+                && !name.starts_with("store_")
+                && !name.starts_with("sse_")
+        })
         .collect();
     if !names.is_empty() && harness.exists() {
         let output = with_allocator_setting(&mut Command::new(&python))

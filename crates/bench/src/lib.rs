@@ -8,6 +8,7 @@ mod checkpoint_sqlite;
 mod graphs;
 mod react;
 mod saver_workload;
+mod sse;
 mod store;
 mod typed;
 
@@ -74,6 +75,7 @@ pub fn workloads() -> Vec<Workload> {
     all.extend(checkpoint_postgres::workloads());
     all.extend(react::workloads());
     all.extend(store::workloads());
+    all.extend(sse::workloads());
     all
 }
 

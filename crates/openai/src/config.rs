@@ -13,6 +13,11 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// ([`from_env`](Self::from_env)). Any OpenAI-compatible server works: vLLM,
 /// Ollama (`http://localhost:11434/v1`), llama.cpp's server, LiteLLM, ...
 ///
+/// The call policy bounds what a server can make the client do: a timeout
+/// for each wait, a deadline for each whole response, and caps on the size
+/// of a body, a server-sent event line and an event (8 MiB lines and
+/// events, 64 MiB bodies and a 10-minute deadline by default).
+///
 /// ```
 /// use std::time::Duration;
 /// use stategraph_openai::OpenAiConfig;
@@ -20,10 +25,13 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// let config = OpenAiConfig::new("llama3.2")
 ///     .with_base_url("http://localhost:11434/v1")
 ///     .with_timeout(Duration::from_secs(30))
+///     .with_response_deadline(Duration::from_secs(120))
+///     .with_max_body_bytes(16 << 20)
 ///     .with_max_retries(4)
 ///     .with_param("temperature", 0.into());
 /// assert_eq!(config.base_url(), "http://localhost:11434/v1");
 /// assert_eq!(config.model(), "llama3.2");
+/// assert_eq!(config.max_line_bytes(), 8 << 20);
 /// ```
 #[derive(Clone, Debug)]
 pub struct OpenAiConfig {
@@ -33,6 +41,10 @@ pub struct OpenAiConfig {
     project: Option<String>,
     model: String,
     timeout: Duration,
+    response_deadline: Duration,
+    max_line_bytes: usize,
+    max_event_bytes: usize,
+    max_body_bytes: usize,
     max_retries: u32,
     initial_backoff: Duration,
     max_backoff: Duration,
@@ -67,7 +79,8 @@ pub enum ConfigError {
 
 impl OpenAiConfig {
     /// `model` on OpenAI's endpoint, without a key; a 10-minute timeout
-    /// and 2 retries, as the OpenAI SDKs.
+    /// and 2 retries, as the OpenAI SDKs; a 10-minute response deadline,
+    /// 8 MiB line and event limits and a 64 MiB body limit.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             base_url: DEFAULT_BASE_URL.to_owned(),
@@ -76,6 +89,10 @@ impl OpenAiConfig {
             project: None,
             model: model.into(),
             timeout: Duration::from_secs(600),
+            response_deadline: Duration::from_secs(600),
+            max_line_bytes: 8 << 20,
+            max_event_bytes: 8 << 20,
+            max_body_bytes: 64 << 20,
             max_retries: 2,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
@@ -179,11 +196,58 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets how long one attempt may take: the whole request, or for a
-    /// stream, the wait for the response and then for each event.
+    /// Sets how long each wait of an attempt may take: for the response's
+    /// status and headers, then for the whole body, or for a stream, for
+    /// each next piece of it. Default: 10 minutes. The response's deadline
+    /// ([`with_response_deadline`](Self::with_response_deadline)) bounds
+    /// all of them together.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets how long one attempt may take as a whole, from sending the
+    /// request to the last byte of the response (a stream's `[DONE]`), so
+    /// that a server trickling bytes cannot hold a call forever. Default:
+    /// 10 minutes; `Duration::MAX` turns it off. Running out is an
+    /// [`Error::Timeout`](stategraph_llm::Error::Timeout) whose operation
+    /// names the deadline; it is retried only while the response has not
+    /// started.
+    #[must_use]
+    pub fn with_response_deadline(mut self, deadline: Duration) -> Self {
+        self.response_deadline = deadline;
+        self
+    }
+
+    /// Sets the longest line of a server-sent event stream, in bytes, not
+    /// counting its `\n`. Default: 8 MiB. A longer line ends the stream with
+    /// [`ResponseError::LineTooLong`](crate::ResponseError::LineTooLong) as
+    /// soon as its bytes pass the limit.
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest data of one server-sent event (its `data` lines
+    /// joined by `\n`), in bytes. Default: 8 MiB. A larger event ends the
+    /// stream with
+    /// [`ResponseError::EventTooLarge`](crate::ResponseError::EventTooLarge).
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest body of a response that is not streamed (answers
+    /// and error bodies), in bytes. Default: 64 MiB. A larger answer is
+    /// [`ResponseError::BodyTooLarge`](crate::ResponseError::BodyTooLarge),
+    /// refused from its `content-length` when it has one; a larger error
+    /// body leaves only the status to report.
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
         self
     }
 
@@ -222,9 +286,29 @@ impl OpenAiConfig {
         &self.model
     }
 
-    /// The per-attempt timeout.
+    /// The timeout of each wait.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// The deadline of each whole response.
+    pub fn response_deadline(&self) -> Duration {
+        self.response_deadline
+    }
+
+    /// The longest server-sent event line, in bytes.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// The largest server-sent event data, in bytes.
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
+    }
+
+    /// The largest body of a response that is not streamed, in bytes.
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
     }
 
     /// The retry count.

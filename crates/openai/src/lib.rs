@@ -5,8 +5,16 @@ mod chat;
 mod client;
 mod config;
 mod embeddings;
+mod error;
+// `SseDecoder` is public for the benchmark only (`_bench`).
+#[cfg_attr(not(feature = "_bench"), allow(unreachable_pub))]
+mod sse;
 mod wire;
 
 pub use chat::ChatOpenAi;
 pub use config::{ConfigError, DEFAULT_BASE_URL, OpenAiConfig};
 pub use embeddings::OpenAiEmbeddings;
+pub use error::ResponseError;
+#[cfg(feature = "_bench")]
+#[doc(hidden)]
+pub use sse::SseDecoder;

@@ -5,4 +5,5 @@
 
 mod chat;
 mod embeddings;
+mod limits;
 mod stand_in;

@@ -18,6 +18,17 @@ pub(crate) enum Reply {
     Events(Vec<String>, Duration),
     /// No answer for this long (then the connection closes).
     Hang(Duration),
+    /// This status and body, sent as is (`application/json`) with its
+    /// `content-length`.
+    Raw(u16, String),
+    /// A 200 `application/json` body without `content-length` (it ends
+    /// when the connection closes), written in 4 KB pieces.
+    Unsized(String),
+    /// A 200 response of this content type whose body never ends: the
+    /// bytes of the pattern one at a time, again and again, with this pause
+    /// before each. It stops when the client goes away (or after a minute,
+    /// so that nothing outlives a test).
+    Trickle(&'static str, &'static [u8], Duration),
 }
 
 impl Reply {
@@ -33,6 +44,17 @@ impl Reply {
     pub(crate) fn events(events: &[Json]) -> Self {
         let mut pieces: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
         pieces.push("data: [DONE]\n\n".into());
+        Self::Events(pieces, Duration::ZERO)
+    }
+
+    /// `text` as a `text/event-stream` body in pieces of `size` bytes (the
+    /// text is ASCII, so any cut is a character boundary).
+    pub(crate) fn events_in_pieces(text: &str, size: usize) -> Self {
+        let pieces = text
+            .as_bytes()
+            .chunks(size)
+            .map(|piece| String::from_utf8(piece.to_vec()).unwrap())
+            .collect();
         Self::Events(pieces, Duration::ZERO)
     }
 }
@@ -137,7 +159,11 @@ async fn serve(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
             let _ = socket.write_all(head.as_bytes()).await;
             for piece in pieces {
-                tokio::time::sleep(pause).await;
+                // A zero sleep still waits for the timer's next tick (a
+                // millisecond), which adds up over thousands of pieces.
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
                 if socket.write_all(piece.as_bytes()).await.is_err() {
                     return;
                 }
@@ -145,6 +171,40 @@ async fn serve(
             }
         }
         Reply::Hang(time) => tokio::time::sleep(time).await,
+        Reply::Raw(status, body) => {
+            let head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(body.as_bytes()).await;
+        }
+        Reply::Unsized(body) => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            for piece in body.as_bytes().chunks(4096) {
+                if socket.write_all(piece).await.is_err() {
+                    return;
+                }
+            }
+        }
+        Reply::Trickle(content_type, pattern, pause) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(head.as_bytes()).await;
+            let give_up = tokio::time::Instant::now() + Duration::from_secs(60);
+            for byte in pattern.iter().cycle() {
+                if tokio::time::Instant::now() > give_up {
+                    break;
+                }
+                tokio::time::sleep(pause).await;
+                if socket.write_all(&[*byte]).await.is_err() || socket.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
     }
     let _ = socket.shutdown().await;
 }
