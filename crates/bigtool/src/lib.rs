@@ -382,7 +382,9 @@ fn selection(state: &BigToolStateView, per_turn: bool, max: Option<usize>) -> Ve
 }
 
 /// Routes each call of the last AI message: retrieval calls to
-/// `select_tools`, the others to `tools`, one `Send` each, with the state.
+/// `select_tools`, the others to `tools`, one `Send` each, with the state;
+/// invalid calls (arguments that did not parse) to `tools` too, which
+/// answers them with their error so the model can retry.
 fn route(state: &StateValues) -> Vec<Route> {
     let messages = match state
         .get("messages")
@@ -394,22 +396,24 @@ fn route(state: &StateValues) -> Vec<Route> {
     let Some(Message::Ai(last)) = messages.last() else {
         return vec![Route::To(END.to_owned())];
     };
-    if last.tool_calls.is_empty() {
+    if last.tool_calls.is_empty() && last.invalid_tool_calls.is_empty() {
         return vec![Route::To(END.to_owned())];
     }
     let shared = Value::new(state.clone());
-    last.tool_calls
+    let valid = last.tool_calls.iter().map(|call| {
+        let node = if call.name == RETRIEVE_TOOLS {
+            SELECT_TOOLS_NODE
+        } else {
+            "tools"
+        };
+        let arg = ToolCallWithContext::new(call.clone(), shared.clone());
+        Route::Send(stategraph_graph::Send::new(node, arg))
+    });
+    let invalid = last
+        .invalid_tool_calls
         .iter()
-        .map(|call| {
-            let node = if call.name == RETRIEVE_TOOLS {
-                SELECT_TOOLS_NODE
-            } else {
-                "tools"
-            };
-            let arg = ToolCallWithContext::new(call.clone(), shared.clone());
-            Route::Send(stategraph_graph::Send::new(node, arg))
-        })
-        .collect()
+        .map(|call| Route::Send(stategraph_graph::Send::new("tools", call.clone())));
+    valid.chain(invalid).collect()
 }
 
 /// The schema of `retrieve_tools` offered to the model.

@@ -206,8 +206,10 @@ impl AiMessageChunk {
     }
 
     /// The tool calls the pieces add up to so far: argument text that parses
-    /// to a JSON object gives a [`ToolCall`], anything else an
-    /// [`InvalidToolCall`].
+    /// as langchain-openai parses a finished reply (a JSON object, or a
+    /// value Python counts as false, which is `{}`; see the crate docs)
+    /// gives a [`ToolCall`], anything else an [`InvalidToolCall`]. Unlike
+    /// LangChain's streaming parser, text cut off mid-way is not closed.
     pub fn tool_calls(&self) -> (Vec<ToolCall>, Vec<InvalidToolCall>) {
         parse_tool_call_chunks(self.tool_call_chunks.clone())
     }

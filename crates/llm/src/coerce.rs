@@ -1,6 +1,8 @@
 //! Reading messages from the JSON shapes LangChain's `convert_to_messages`
 //! accepts, plus OpenAI's chat shapes.
 
+use std::borrow::Cow;
+
 use serde_json::Value as Json;
 use stategraph_core::JsonMap;
 
@@ -357,8 +359,10 @@ pub(crate) fn content_block(value: Json) -> ContentBlock {
 
 /// A tool call in LangChain's shape (`{"name", "args", "id"}`) or OpenAI's
 /// (`{"id", "type": "function", "function": {"name", "arguments"}}`).
-/// Arguments that are not a JSON object give an [`InvalidToolCall`]; only a
-/// value that is not a tool call at all is an error.
+/// Arguments that do not parse to a JSON object (see [`parse_args`]) give an
+/// [`InvalidToolCall`], as does an OpenAI call without `arguments` (LangChain
+/// fails the whole message there); only a value that is not a tool call at
+/// all is an error.
 pub(crate) fn tool_call(value: Json) -> Result<Result<ToolCall, InvalidToolCall>, String> {
     let Json::Object(mut map) = value else {
         return Err(format!(
@@ -368,25 +372,26 @@ pub(crate) fn tool_call(value: Json) -> Result<Result<ToolCall, InvalidToolCall>
     };
     let id = optional_string(&mut map, "id")?;
     let (name, args) = match map.remove("function") {
-        Some(Json::Object(mut function)) => (
-            function.remove("name"),
-            function.remove("arguments").unwrap_or(Json::Null),
-        ),
+        Some(Json::Object(mut function)) => (function.remove("name"), function.remove("arguments")),
         Some(other) => {
             return Err(format!(
                 "a tool call's `function` must be a dict, got {}",
                 describe(&other)
             ));
         }
-        None => (map.remove("name"), map.remove("args").unwrap_or(Json::Null)),
+        // LangChain's shape: no `args` is a call without arguments.
+        None => (
+            map.remove("name"),
+            Some(map.remove("args").unwrap_or(Json::Null)),
+        ),
     };
     let name = match name {
         Some(Json::String(name)) => name,
         other => {
             let raw = match args {
-                Json::String(text) => text,
-                Json::Null => String::new(),
-                value => value.to_string(),
+                Some(Json::String(text)) => text,
+                None | Some(Json::Null) => String::new(),
+                Some(value) => value.to_string(),
             };
             let error = format!(
                 "tool call has no name (got {})",
@@ -396,18 +401,22 @@ pub(crate) fn tool_call(value: Json) -> Result<Result<ToolCall, InvalidToolCall>
         }
     };
     Ok(match args {
-        Json::Null => Ok(ToolCall {
+        None => {
+            let error = format!("tool call of `{name}` has no `arguments`");
+            Err(InvalidToolCall::new(id, Some(name), None, error))
+        }
+        Some(Json::Null) => Ok(ToolCall {
             id,
             name,
             args: Json::Object(JsonMap::new()),
         }),
-        Json::Object(args) => Ok(ToolCall {
+        Some(Json::Object(args)) => Ok(ToolCall {
             id,
             name,
             args: Json::Object(args),
         }),
-        Json::String(raw) => parse_args(id, name, raw),
-        other => Err(InvalidToolCall::new(
+        Some(Json::String(raw)) => parse_args(id, name, raw),
+        Some(other) => Err(InvalidToolCall::new(
             id,
             Some(name.clone()),
             Some(other.to_string()),
@@ -419,38 +428,137 @@ pub(crate) fn tool_call(value: Json) -> Result<Result<ToolCall, InvalidToolCall>
     })
 }
 
-/// Parses tool-call arguments given as JSON text: empty text is `{}` (a tool
-/// without parameters), text that is not a JSON object gives an
-/// [`InvalidToolCall`] keeping the raw text.
+/// Parses tool-call arguments given as JSON text exactly as leniently as
+/// langchain-openai's `parse_tool_call` (`json.loads(text, strict=False)`,
+/// then `args or {}`), and no more:
+///
+/// - empty text is `{}` (a tool without parameters); text of only
+///   whitespace is not JSON;
+/// - control characters (U+0000 to U+001F) may stand unescaped inside
+///   strings (`strict=False`);
+/// - a value Python counts as false (`null`, `false`, `0`, `""`, `[]`) is
+///   `{}`; any other value that is not an object gives an
+///   [`InvalidToolCall`] (LangChain fails the whole message there);
+/// - text that is not JSON, text nested deeper than
+///   [`TOOL_ARGS_MAX_DEPTH`](crate::TOOL_ARGS_MAX_DEPTH) levels, and numbers
+///   or strings no JSON value can hold (`NaN`, `Infinity`, `1e400`, a lone
+///   surrogate escape, which Python reads) give an [`InvalidToolCall`]
+///   keeping the raw text.
+///
+/// Runs in linear time and constant stack, whatever the text.
 pub(crate) fn parse_args(
     id: Option<String>,
     name: String,
     raw: String,
 ) -> Result<ToolCall, InvalidToolCall> {
-    if raw.trim().is_empty() {
-        return Ok(ToolCall {
-            id,
-            name,
-            args: Json::Object(JsonMap::new()),
-        });
-    }
-    match serde_json::from_str::<Json>(&raw) {
-        Ok(Json::Object(args)) => Ok(ToolCall {
+    match parse_args_text(&raw) {
+        Ok(args) => Ok(ToolCall {
             id,
             name,
             args: Json::Object(args),
         }),
-        Ok(other) => {
-            let error = format!(
-                "arguments of `{name}` must be a JSON object, got {}",
-                describe(&other)
-            );
+        Err(why) => {
+            let error = format!("arguments of `{name}` {why}");
             Err(InvalidToolCall::new(id, Some(name), Some(raw), error))
         }
-        Err(err) => {
-            let error = format!("arguments of `{name}` are not valid JSON: {err}");
-            Err(InvalidToolCall::new(id, Some(name), Some(raw), error))
+    }
+}
+
+/// The arguments object of `raw`, or why there is none (the end of a
+/// sentence starting with "arguments of `name`").
+fn parse_args_text(raw: &str) -> Result<JsonMap, String> {
+    if raw.is_empty() {
+        return Ok(JsonMap::new());
+    }
+    let text = loosen(raw)?;
+    match serde_json::from_str::<Json>(&text) {
+        Ok(Json::Object(args)) => Ok(args),
+        Ok(value) if is_falsy(&value) => Ok(JsonMap::new()),
+        Ok(value) => Err(format!("must be a JSON object, got {}", describe(&value))),
+        Err(err) => Err(format!("are not valid JSON: {err}")),
+    }
+}
+
+/// `raw` with each control character inside a string escaped, so a strict
+/// parser reads what Python's `strict=False` reads; borrowed when there is
+/// none.
+///
+/// # Errors
+/// When brackets nest deeper than [`TOOL_ARGS_MAX_DEPTH`](crate::TOOL_ARGS_MAX_DEPTH),
+/// found before anything recursive sees the text.
+fn loosen(raw: &str) -> Result<Cow<'_, str>, String> {
+    let bytes = raw.as_bytes();
+    let mut depth = 0_usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    // Where the first control character inside a string is, if any.
+    let mut first_control = None;
+    for (at, &byte) in bytes.iter().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                0x00..=0x1f if first_control.is_none() => first_control = Some(at),
+                _ => {}
+            }
+            continue;
         }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > crate::TOOL_ARGS_MAX_DEPTH {
+                    return Err(format!(
+                        "nest deeper than {} levels",
+                        crate::TOOL_ARGS_MAX_DEPTH
+                    ));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let Some(first) = first_control else {
+        return Ok(Cow::Borrowed(raw));
+    };
+    // Every byte up to the first control character is copied as is; the
+    // scan then restarts inside that same string.
+    let mut out = String::with_capacity(raw.len() + 8);
+    out.push_str(&raw[..first]);
+    let mut in_string = true;
+    let mut escaped = false;
+    for ch in raw[first..].chars() {
+        if in_string {
+            match ch {
+                // After a backslash a control character stays raw: an
+                // invalid escape for Python too.
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                '\u{0}'..='\u{1f}' => {
+                    out.push_str(&format!("\\u{:04x}", u32::from(ch)));
+                    continue;
+                }
+                _ => {}
+            }
+        } else if ch == '"' {
+            in_string = true;
+        }
+        out.push(ch);
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// Whether Python counts the value as false (what `args or {}` replaces).
+fn is_falsy(value: &Json) -> bool {
+    match value {
+        Json::Null => true,
+        Json::Bool(b) => !b,
+        Json::Number(n) => n.as_f64() == Some(0.0),
+        Json::String(s) => s.is_empty(),
+        Json::Array(items) => items.is_empty(),
+        Json::Object(map) => map.is_empty(),
     }
 }
 

@@ -22,7 +22,8 @@ pub use error::{Error, Result};
 pub use fake::{FakeStreamingModel, HashEmbeddings, RecordedCall, ScriptedChatModel};
 pub use message::{
     AiMessage, Content, ContentBlock, HumanMessage, InvalidToolCall, Message, REMOVE_ALL_MESSAGES,
-    RemoveMessage, SystemMessage, ToolCall, ToolMessage, ToolStatus, UsageMetadata,
+    RemoveMessage, SystemMessage, TOOL_ARGS_MAX_DEPTH, ToolCall, ToolMessage, ToolStatus,
+    UsageMetadata,
 };
 pub use model::{
     BoundChatModel, CallOptions, ChatModel, DynChatModel, NOSTREAM_TAG, OutputSchema,

@@ -52,6 +52,18 @@ pub struct ToolCall {
     pub args: serde_json::Value,
 }
 
+/// How deep the arguments of a tool call may nest (objects and lists
+/// counted, the arguments object itself being level 1) before the call is
+/// an [`InvalidToolCall`].
+///
+/// LangChain's limit is Python's recursion limit (about 1,000 levels, less
+/// the stack already in use). Ours is fixed and lower so a stored
+/// conversation always reads back: arguments sit a few levels deep in a
+/// checkpoint or a pending tool task, and serde_json reads at most 128
+/// levels. Deeper text is refused before any recursive parser sees it, so
+/// 100,000 opening brackets cost one linear scan, not the stack.
+pub const TOOL_ARGS_MAX_DEPTH: usize = 100;
+
 /// A tool call whose arguments could not be parsed (for example a model that
 /// produced broken JSON). It is kept, not dropped, so the model can be told.
 ///
@@ -194,8 +206,9 @@ pub struct RemoveMessage {
 /// set. Deserializes from that shape and from everything LangChain's
 /// `convert_to_messages` accepts: OpenAI-style `{"role": "user" | "assistant"
 /// | "system" | "developer" | "tool", "content", "tool_calls": [...]}` dicts
-/// (tool call arguments given as JSON text are parsed; text that is not a
-/// JSON object becomes an [`InvalidToolCall`]), a plain string (a human
+/// (tool call arguments given as JSON text are parsed as langchain-openai
+/// parses them, see the crate docs; text that does not parse becomes an
+/// [`InvalidToolCall`]), a plain string (a human
 /// message), a `["role", content]` pair, LangChain's `{"type", "data"}` and
 /// `{"lc": 1, "type": "constructor", ...}` dumps, and the golden traces'
 /// `{"$msg": "HumanMessage", ...}` form.

@@ -10,7 +10,9 @@ use stategraph_llm::Message;
 use crate::tools_condition;
 
 /// A router after a model node: `"tools"` when the last AI message calls
-/// tools and the limits allow it, else the end.
+/// tools (valid or invalid calls, as [`tools_condition`]) and the limits
+/// allow it, else the end. The limits on tool names look at valid calls
+/// only: an invalid call runs nothing, it is answered with its error.
 ///
 /// Ending on a message whose calls are not run leaves them unanswered; a
 /// later model call through [`repair_history`](crate::repair_history) (as
@@ -45,7 +47,7 @@ impl ToolsCondition {
     }
 
     /// Ends once the conversation holds this many AI messages that called
-    /// tools (the last one included).
+    /// tools, validly or not (the last one included).
     pub fn max_iterations(mut self, rounds: usize) -> Self {
         self.max_iterations = Some(rounds);
         self
@@ -82,7 +84,10 @@ impl ToolsCondition {
         if let Some(max) = self.max_iterations {
             let rounds = messages
                 .iter()
-                .filter(|m| matches!(m, Message::Ai(ai) if !ai.tool_calls.is_empty()))
+                .filter(|m| {
+                    matches!(m, Message::Ai(ai)
+                        if !ai.tool_calls.is_empty() || !ai.invalid_tool_calls.is_empty())
+                })
                 .count();
             if rounds >= max {
                 return END;

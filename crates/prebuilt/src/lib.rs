@@ -12,7 +12,9 @@ mod tool_node;
 mod validation;
 
 pub use condition::ToolsCondition;
-pub use history::{HistoryRepair, is_well_paired, missing_result_text, repair_history};
+pub use history::{
+    HistoryRepair, invalid_call_text, is_well_paired, missing_result_text, repair_history,
+};
 pub use interrupt::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, request_human_review,
 };

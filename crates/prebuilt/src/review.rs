@@ -14,6 +14,8 @@ use stategraph_core::Value;
 use stategraph_graph::{Command, NodeError, Send, StateValues, TaskContext};
 use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage, add_messages};
 
+use crate::history::invalid_call_message;
+
 use crate::{
     ActionRequest, HumanInterrupt, HumanInterruptConfig, HumanResponse, ToolCallWithContext,
     request_human_review,
@@ -108,8 +110,8 @@ impl ToolReview {
 
     /// The review node's work: ask about the reviewed calls of the last AI
     /// message, then run the calls that go ahead (one `Send` each to
-    /// `tools`) and answer the others; back to `model_node` (the agent, or
-    /// its pre-model hook) when none runs.
+    /// `tools`) and answer the others and the invalid calls; back to
+    /// `model_node` (the agent, or its pre-model hook) when none runs.
     pub(crate) fn review(
         &self,
         state: &StateValues,
@@ -173,6 +175,13 @@ impl ToolReview {
             update.push(edited.into());
         }
         update.extend(answered);
+        // Calls whose arguments did not parse are not reviewed: they are
+        // answered here, so the model can retry.
+        update.extend(last.invalid_tool_calls.iter().map(|call| {
+            let mut answer = invalid_call_message(call);
+            answer.id = Some(stategraph_core::random_uuid());
+            Message::from(answer)
+        }));
         // The state the calls run in, as the step will store it.
         let messages = add_messages(conversation.to_vec(), update.clone());
         let running: Vec<&ToolCall> = calls

@@ -7,11 +7,13 @@ use futures::future::join_all;
 use stategraph_core::Value;
 use stategraph_graph::{Command, Interrupted, IntoNode, NodeError, StateValues, TaskContext};
 use stategraph_llm::{
-    Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError, ToolMessage,
-    error_message,
+    InvalidToolCall, Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError,
+    ToolMessage, error_message,
 };
 use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput, node_future};
 use stategraph_store::ToolContextStore;
+
+use crate::history::invalid_call_message;
 
 /// Which tool failures become error messages for the model (LangGraph's
 /// `handle_tool_errors`); the others fail the node.
@@ -93,6 +95,15 @@ fn invalid_args_text(error: &ToolError) -> String {
 /// exist is answered `Error: {name} is not a valid tool, try one of [...]`;
 /// which failures become error messages is [`ToolErrors`].
 ///
+/// The message's invalid tool calls (arguments that did not parse) are
+/// answered too, after the others, each with an error naming the call, the
+/// tool and the parse error ([`invalid_call_text`](crate::invalid_call_text)),
+/// whatever the [`ToolErrors`] policy: like an unknown tool name, it is a
+/// mistake of the model, which can then retry. LangGraph's `ToolNode`
+/// ignores them, leaving calls the provider refuses to go on without. A
+/// lone [`InvalidToolCall`] as input (the v2 agent's `Send`) is answered
+/// the same way.
+///
 /// # Errors
 /// The node fails when the state has no messages, when the last message is
 /// not an AI message, and for tool failures [`ToolErrors`] does not catch.
@@ -134,12 +145,16 @@ impl ToolNode {
 
     /// Runs the calls of the last message of `input` (the node's input: the
     /// state, or the message list itself), or the one call of a
-    /// [`ToolCallWithContext`] (a `Send` of the v2 agent).
+    /// [`ToolCallWithContext`] or an [`InvalidToolCall`] (`Send`s of the v2
+    /// agent).
     async fn run(&self, input: Value, ctx: TaskContext) -> Result<NodeOutput, NodeError> {
         if let Some(single) = ToolCallWithContext::from_input(&input)? {
             let base = self.context(single.state.clone(), &ctx);
             let answer = self.answer(&single.tool_call, base).await?;
-            return self.combine(vec![(&single.tool_call, answer)]);
+            return self.combine(vec![(&single.tool_call, answer)], &[]);
+        }
+        if let Some(invalid) = invalid_call_input(&input)? {
+            return Ok(self.update(vec![invalid_call_message(&invalid).into()]));
         }
         let messages = messages_of(&input, &self.messages_key)?;
         let Some(Message::Ai(last)) = messages.last() else {
@@ -167,15 +182,19 @@ impl ToolNode {
         }))
         .await;
         let answers = gather(calls.iter().zip(answers))?;
-        self.combine(answers)
+        self.combine(answers, &last.invalid_tool_calls)
     }
 
     /// The node's output from the answers, in call order (LangGraph's
-    /// `_combine_tool_outputs`): the plain results as one update; when tools
-    /// returned `Command`s, those commands first (each must answer its call
-    /// with a tool message), then that update; commands for the parent
-    /// graph merged into one.
-    fn combine(&self, answers: Vec<(&ToolCall, Answer)>) -> Result<NodeOutput, NodeError> {
+    /// `_combine_tool_outputs`): the plain results, then the answers to the
+    /// `invalid` calls, as one update; when tools returned `Command`s, those
+    /// commands first (each must answer its call with a tool message), then
+    /// that update; commands for the parent graph merged into one.
+    fn combine(
+        &self,
+        answers: Vec<(&ToolCall, Answer)>,
+        invalid: &[InvalidToolCall],
+    ) -> Result<NodeOutput, NodeError> {
         let mut messages = Vec::new();
         let mut commands = Vec::new();
         let mut parent: Option<Command> = None;
@@ -197,6 +216,7 @@ impl ToolNode {
                 }
             }
         }
+        messages.extend(invalid.iter().map(|call| invalid_call_message(call).into()));
         if commands.is_empty() && parent.is_none() {
             return Ok(self.update(messages));
         }
@@ -395,6 +415,24 @@ pub(crate) fn messages_of(input: &Value, key: &str) -> Result<Arc<Vec<Message>>,
     Ok(messages.decode::<Vec<Message>>()?)
 }
 
+/// The invalid call a node input carries, live or in its JSON form
+/// (`{"type": "invalid_tool_call", ...}`, as a checkpoint keeps a pending
+/// `Send`); `None` for any other input.
+fn invalid_call_input(input: &Value) -> Result<Option<InvalidToolCall>, NodeError> {
+    if let Some(call) = input.downcast_ref::<InvalidToolCall>() {
+        return Ok(Some(call.clone()));
+    }
+    let Some(json) = input.as_json() else {
+        return Ok(None);
+    };
+    if json.get("type").and_then(serde_json::Value::as_str) != Some("invalid_tool_call") {
+        return Ok(None);
+    }
+    serde_json::from_value(json.clone())
+        .map(Some)
+        .map_err(|err| NodeError::new("ValueError", format!("bad invalid tool call: {err}")))
+}
+
 /// The error class a tool failure fails the node with.
 fn tool_error_class(error: &ToolError) -> &'static str {
     if error.is_invalid_args() {
@@ -487,11 +525,17 @@ impl serde::Serialize for ToolCallWithContext {
 }
 
 /// Where to go after a model call (LangGraph's `tools_condition`):
-/// `"tools"` when the last message is an AI message with tool calls, else
-/// the end.
+/// `"tools"` when the last message is an AI message with tool calls, valid
+/// or invalid, else the end.
+///
+/// LangGraph ends on a message with only invalid calls, and the next
+/// request then carries calls without results, which providers refuse;
+/// here [`ToolNode`] answers them and the model can retry.
 pub fn tools_condition(messages: &[Message]) -> &'static str {
     match messages.last() {
-        Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() => "tools",
+        Some(Message::Ai(ai)) if !ai.tool_calls.is_empty() || !ai.invalid_tool_calls.is_empty() => {
+            "tools"
+        }
         _ => stategraph_graph::END,
     }
 }

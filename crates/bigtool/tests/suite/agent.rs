@@ -434,3 +434,39 @@ async fn the_agent_persists_on_postgres() {
     };
     selection_persists(open, &format!("postgres-{unique}")).await;
 }
+
+/// A call whose arguments did not parse is answered with its error, and
+/// the model retries; the turn does not end on it.
+#[tokio::test]
+async fn an_invalid_call_is_answered_and_retried() {
+    let registry = registry(&[("a", "alpha")]);
+    let store = indexed_store(&registry).await;
+    let broken = Message::from_json(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "bad", "type": "function", "function": {"name": "retrieve_tools", "arguments": "{broken"}}
+    ]}))
+    .unwrap();
+    let model = Arc::new(ScriptedChatModel::new([
+        broken.as_ai().unwrap().clone(),
+        AiMessage::new("").with_tool_calls(vec![call(
+            "retrieve_tools",
+            json!({"query": "alpha"}),
+            "r",
+        )]),
+        AiMessage::new("done"),
+    ]));
+    let agent = create_bigtool_agent(model.clone(), registry)
+        .compile_options(CompileOptions::new().store(store))
+        .build()
+        .unwrap();
+    let out = ask(&agent, "alpha?", &RunnableConfig::default()).await;
+    let messages: Vec<Message> = serde_json::from_value(out["messages"].clone()).unwrap();
+    assert!(stategraph_prebuilt::is_well_paired(&messages));
+    let answer = messages[2].as_tool().unwrap();
+    assert_eq!(answer.tool_call_id, "bad");
+    assert!(
+        answer.content.text().contains("not valid JSON"),
+        "{answer:?}"
+    );
+    assert_eq!(messages.last().unwrap().text(), "done");
+    assert_eq!(model.call_count(), 3);
+}

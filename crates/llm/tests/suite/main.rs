@@ -6,4 +6,5 @@
 mod add_messages_laws;
 mod chat_model;
 mod injected_args;
+mod tool_call_args;
 mod trace_03_add_messages;

@@ -141,10 +141,12 @@ pub(super) fn messages_at(state: &StateValues, key: &str) -> Result<Arc<Vec<Mess
 }
 
 /// The model's answer, or LangGraph's "need more steps" answer when it
-/// calls tools with fewer than two steps left (no room for the tools and
-/// another model call).
+/// calls tools (invalid calls too: they are answered in the tools step)
+/// with fewer than two steps left (no room for the tools and another model
+/// call).
 fn out_of_steps(answer: AiMessage, remaining_steps: i64) -> AiMessage {
-    if remaining_steps < 2 && !answer.tool_calls.is_empty() {
+    let calls = !answer.tool_calls.is_empty() || !answer.invalid_tool_calls.is_empty();
+    if remaining_steps < 2 && calls {
         let mut sorry = AiMessage::new(NEED_MORE_STEPS);
         sorry.id = answer.id;
         sorry

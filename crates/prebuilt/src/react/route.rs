@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use stategraph_core::Value;
 use stategraph_graph::{END, Route, Send, StateValues};
-use stategraph_llm::{Message, ToolCall};
+use stategraph_llm::{InvalidToolCall, Message, ToolCall};
 
 use super::AgentVersion;
 use crate::review::REVIEW_NODE;
@@ -13,8 +13,10 @@ use crate::{ToolCallWithContext, ToolReview};
 
 /// Where an answer goes (LangGraph's `should_continue`, and its
 /// post-model-hook router): the calls of the last AI message that have no
-/// result yet to `tools` (one task, or one `Send` each) or to review; back
-/// to the entry when a hook answered them; else the end.
+/// result yet, valid or invalid, to `tools` (one task, or one `Send` each)
+/// or to review; back to the entry when a hook answered them; else the end.
+/// LangGraph ignores invalid calls here and ends the turn with them
+/// unanswered.
 pub(super) struct Router {
     pub(super) version: AgentVersion,
     pub(super) entry: &'static str,
@@ -42,7 +44,12 @@ impl Router {
             .iter()
             .filter(|call| !answered.contains(call.id.as_deref().unwrap_or("")))
             .collect();
-        if pending.is_empty() {
+        let invalid: Vec<&InvalidToolCall> = last
+            .invalid_tool_calls
+            .iter()
+            .filter(|call| !answered.contains(call.id.as_deref().unwrap_or("")))
+            .collect();
+        if pending.is_empty() && invalid.is_empty() {
             let next = if matches!(messages.last(), Some(Message::Tool(_))) {
                 self.entry
             } else {
@@ -50,16 +57,18 @@ impl Router {
             };
             return vec![Route::To(next.to_owned())];
         }
-        if self
-            .review
-            .as_ref()
-            .is_some_and(|review| review.wants(last))
+        // The review answers the invalid calls of a message it reviews.
+        if !pending.is_empty()
+            && self
+                .review
+                .as_ref()
+                .is_some_and(|review| review.wants(last))
         {
             return vec![Route::To(REVIEW_NODE.to_owned())];
         }
         match self.version {
             AgentVersion::V1 => vec![Route::To("tools".to_owned())],
-            AgentVersion::V2 => send_calls(state, &pending),
+            AgentVersion::V2 => send_calls(state, &pending, &invalid),
         }
     }
 }
@@ -86,15 +95,21 @@ pub(super) fn after_tools(
 }
 
 /// One `Send` to `tools` per call, each carrying the call and the state it
-/// was made in (shared, not copied).
-fn send_calls(state: &StateValues, calls: &[&ToolCall]) -> Vec<Route> {
+/// was made in (shared, not copied); then one per invalid call, carrying
+/// only the call (its answer needs nothing else).
+fn send_calls(
+    state: &StateValues,
+    calls: &[&ToolCall],
+    invalid: &[&InvalidToolCall],
+) -> Vec<Route> {
     // The whole state (for injected state arguments), shared.
     let state = Value::new(state.clone());
-    calls
+    let valid = calls.iter().map(|call| {
+        let arg = ToolCallWithContext::new((*call).clone(), state.clone());
+        Route::Send(Send::new("tools", arg))
+    });
+    let invalid = invalid
         .iter()
-        .map(|call| {
-            let arg = ToolCallWithContext::new((*call).clone(), state.clone());
-            Route::Send(Send::new("tools", arg))
-        })
-        .collect()
+        .map(|call| Route::Send(Send::new("tools", (*call).clone())));
+    valid.chain(invalid).collect()
 }

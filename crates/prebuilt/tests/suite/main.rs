@@ -7,11 +7,17 @@
 // normalisation, the trace encodings), shared rather than copied.
 #[path = "../../../graph/tests/suite/support/mod.rs"]
 mod support;
+// The in-process OpenAI-compatible server of stategraph-openai's suite, for
+// checking the requests an agent's conversation becomes.
+#[path = "../../../openai/tests/suite/stand_in.rs"]
+#[allow(dead_code)]
+mod stand_in;
 
 mod agent_hooks;
 mod agent_options;
 mod agent_state;
 mod history;
+mod invalid_calls;
 mod review;
 mod threads;
 mod tool_interrupts;
