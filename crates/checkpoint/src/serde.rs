@@ -41,9 +41,11 @@ pub trait Serializer: Send + Sync + fmt::Debug + 'static {
 
 /// The default serializer: JSON text, tag `"json"`.
 ///
-/// JSON cannot represent NaN or infinite floats; they are written as `null`
-/// (serde_json's behaviour), so keep such values out of persisted state or
-/// wrap them in a type that serializes them as text.
+/// Writes only what it can read back: a value holding a NaN or infinite
+/// float (JSON has none; serde_json would write `null`) or nesting deeper
+/// than [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels is refused
+/// with an [`Error::Value`] naming the channel. Keep such floats out of
+/// persisted state, or wrap them in a type that serializes them as text.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct JsonSerializer;
 
@@ -57,20 +59,32 @@ impl JsonSerializer {
 impl Serializer for JsonSerializer {
     fn dumps(&self, channel: &str, value: &Value) -> Result<Encoded> {
         let mut bytes = Vec::with_capacity(256);
-        if value.write_json(&mut bytes).is_err() {
-            // Serialize again with path tracking, only to say where it failed.
-            let mut serializer = serde_json::Serializer::new(std::io::sink());
-            let err = serde_path_to_error::serialize(value, &mut serializer).err();
-            let (path, message) = located(err);
-            return Err(Error::Value {
-                operation: "serialize",
-                channel: channel.to_owned(),
-                source: ValueError::Serialize {
-                    type_name: value.type_name(),
-                    path,
-                    message,
-                },
-            });
+        match value.write_json_checked(&mut bytes) {
+            Ok(()) => {}
+            // Nesting too deep to read back, or a float JSON cannot hold:
+            // refused now, not when a read fails.
+            Err(source @ (ValueError::TooDeep { .. } | ValueError::NonFinite { .. })) => {
+                return Err(Error::Value {
+                    operation: "serialize",
+                    channel: channel.to_owned(),
+                    source,
+                });
+            }
+            Err(_) => {
+                // Serialize again with path tracking, only to say where it failed.
+                let mut serializer = serde_json::Serializer::new(std::io::sink());
+                let err = serde_path_to_error::serialize(value, &mut serializer).err();
+                let (path, message) = located(err);
+                return Err(Error::Value {
+                    operation: "serialize",
+                    channel: channel.to_owned(),
+                    source: ValueError::Serialize {
+                        type_name: value.type_name(),
+                        path,
+                        message,
+                    },
+                });
+            }
         }
         Ok(Encoded {
             tag: Self::TAG.to_owned(),

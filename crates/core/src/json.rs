@@ -1,7 +1,47 @@
-//! Small JSON helpers shared by the backends: Python-compatible equality and
-//! dotted-path lookup.
+//! Small JSON helpers shared by the backends: Python-compatible equality,
+//! dotted-path lookup, and the one nesting limit every value obeys.
 
 use serde_json::Value as Json;
+
+/// The deepest nesting of arrays and objects a value may have: what
+/// serde_json, which every backend reads values back with, accepts (it
+/// refuses the 128th level). Writes share the limit: savers and stores
+/// refuse a deeper value when it is written, never when it is read, and
+/// values entering a run (input, `Command`, resume answers) or a store are
+/// checked against it before anything recurses into them.
+pub const MAX_DEPTH: usize = 127;
+
+/// Whether `value` nests arrays and objects deeper than `limit` levels.
+/// Iterative: constant stack, however deep the value.
+pub fn deeper_than(value: &Json, limit: usize) -> bool {
+    let mut pending: Vec<(&Json, usize)> = vec![(value, 0)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Json>> = match value {
+            Json::Array(items) => Box::new(items.iter()),
+            Json::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth + 1 > limit {
+            return true;
+        }
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// Drops `value` without recursion: serde_json's own drop recurses once
+/// per level, which overflows the stack for a value tens of thousands of
+/// levels deep. For a value refused as too deep.
+pub fn drop_deep(value: Json) {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Json::Array(items) => pending.extend(items),
+            Json::Object(map) => pending.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
 
 /// Equality of JSON values as Python compares the equivalent objects: numbers by
 /// numeric value (`1 == 1.0`), objects regardless of key order.
@@ -45,6 +85,42 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// `[[[...]]]`, `depth` levels, built without recursion.
+    fn nested(depth: usize) -> Json {
+        (0..depth).fold(Json::Null, |inner, _| Json::Array(vec![inner]))
+    }
+
+    #[test]
+    fn depth_is_measured_without_recursion() {
+        assert!(!deeper_than(&json!(1), 0));
+        assert!(deeper_than(&json!([]), 0));
+        assert!(!deeper_than(&nested(MAX_DEPTH), MAX_DEPTH));
+        assert!(deeper_than(&nested(MAX_DEPTH + 1), MAX_DEPTH));
+        assert!(!deeper_than(&json!({"a": [1, {"b": 2}]}), 3));
+        assert!(deeper_than(&json!({"a": [1, {"b": []}]}), 3));
+        // The limit is what serde_json reads back.
+        let text = serde_json::to_string(&nested(MAX_DEPTH)).unwrap();
+        drop_deep(serde_json::from_str::<Json>(&text).unwrap());
+        let text = serde_json::to_string(&nested(MAX_DEPTH + 1)).unwrap();
+        assert!(serde_json::from_str::<Json>(&text).is_err());
+    }
+
+    #[test]
+    fn a_value_100000_levels_deep_is_measured_and_dropped_on_a_small_stack() {
+        let deep = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let value = nested(100_000);
+                let deep = deeper_than(&value, MAX_DEPTH);
+                drop_deep(value);
+                deep
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(deep);
+    }
 
     #[test]
     fn numbers_compare_numerically() {

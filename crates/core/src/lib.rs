@@ -4,6 +4,7 @@
 mod config;
 mod error;
 mod fxhash;
+mod guard;
 mod id;
 pub mod json;
 mod list;

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::ErrorKind;
+use crate::guard;
 use crate::json;
 
 /// What a value stored in a channel must be able to do: serialize for
@@ -32,6 +33,21 @@ pub enum ValueError {
         path: String,
         /// What the serializer said.
         message: String,
+    },
+    /// The value nests arrays and objects deeper than
+    /// [`MAX_DEPTH`](crate::json::MAX_DEPTH) levels: no backend could read
+    /// it back, and walking it could overflow the stack.
+    #[error("value nests deeper than {limit} levels of arrays and objects")]
+    TooDeep {
+        /// The limit ([`MAX_DEPTH`](crate::json::MAX_DEPTH)).
+        limit: usize,
+    },
+    /// The value holds a NaN or infinite float, which JSON cannot store
+    /// (serde_json would write `null`, and a typed read would then fail).
+    #[error("value of type `{type_name}` holds a NaN or infinite float, which JSON cannot store")]
+    NonFinite {
+        /// The Rust type of the value.
+        type_name: &'static str,
     },
     /// The value does not have the shape of the requested type.
     #[error("cannot decode value as `{expected}` at `{path}`: {message}")]
@@ -61,6 +77,12 @@ trait Object: Any + Send + Sync {
     // JSON written by serde_json's own serializer, monomorphized for the
     // type: the erased serializer would make a dynamic call per entry.
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
+    // The same through the guard of `Value::write_json_checked`.
+    fn write_json_guarded(
+        &self,
+        out: &mut Vec<u8>,
+        refused: &std::cell::Cell<Option<guard::Refusal>>,
+    ) -> serde_json::Result<()>;
     fn to_json_value(&self) -> serde_json::Result<serde_json::Value>;
 }
 
@@ -79,6 +101,13 @@ impl<T: Serialize + Send + Sync + 'static> Object for T {
     }
     fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         serde_json::to_writer(out, self)
+    }
+    fn write_json_guarded(
+        &self,
+        out: &mut Vec<u8>,
+        refused: &std::cell::Cell<Option<guard::Refusal>>,
+    ) -> serde_json::Result<()> {
+        guard::serialize(self, &mut serde_json::Serializer::new(out), refused)
     }
     fn to_json_value(&self) -> serde_json::Result<serde_json::Value> {
         serde_json::to_value(self)
@@ -250,6 +279,34 @@ impl Value {
         self.object().write_json(out)
     }
 
+    /// [`Value::write_json`] for storage: refuses what JSON could not read
+    /// back. Nesting deeper than [`MAX_DEPTH`](crate::json::MAX_DEPTH) is
+    /// refused before the serializer recurses further (no stack overflow,
+    /// however deep the value), and so is a NaN or infinite float.
+    ///
+    /// # Errors
+    /// [`ValueError::TooDeep`], [`ValueError::NonFinite`], or
+    /// [`ValueError::Serialize`] when the value's `Serialize` failed.
+    pub fn write_json_checked(&self, out: &mut Vec<u8>) -> Result<(), ValueError> {
+        let refused = std::cell::Cell::new(None);
+        match self.object().write_json_guarded(out, &refused) {
+            Ok(()) => Ok(()),
+            Err(err) => Err(match refused.get() {
+                Some(guard::Refusal::TooDeep) => ValueError::TooDeep {
+                    limit: json::MAX_DEPTH,
+                },
+                Some(guard::Refusal::NonFinite) => ValueError::NonFinite {
+                    type_name: self.type_name(),
+                },
+                None => ValueError::Serialize {
+                    type_name: self.type_name(),
+                    path: ".".to_owned(),
+                    message: err.to_string(),
+                },
+            }),
+        }
+    }
+
     /// Returns the value as a shared `T`: the live value itself when it is a `T`,
     /// otherwise `T` deserialized from its JSON form.
     ///
@@ -375,6 +432,72 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn nested(depth: usize) -> serde_json::Value {
+        (0..depth).fold(serde_json::Value::Null, |inner, _| json!([inner]))
+    }
+
+    /// A recursive Rust type of wrappers only: it serializes as `null`,
+    /// but recursing through it could overflow the stack.
+    #[derive(Serialize)]
+    struct Chain(Option<Box<Chain>>);
+
+    #[test]
+    fn storage_json_refuses_what_json_cannot_read_back() {
+        let mut out = Vec::new();
+        Value::new(nested(json::MAX_DEPTH))
+            .write_json_checked(&mut out)
+            .unwrap();
+        assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+        for value in [
+            Value::new(nested(json::MAX_DEPTH + 1)),
+            Value::new(json!({"a": nested(json::MAX_DEPTH)})),
+        ] {
+            let err = value.write_json_checked(&mut Vec::new()).unwrap_err();
+            assert!(matches!(err, ValueError::TooDeep { limit: 127 }), "{err}");
+        }
+        for value in [
+            Value::new(f64::NAN),
+            Value::new(vec![1.0_f32, f32::INFINITY]),
+            Value::new(HashMap::from([("x", f64::NEG_INFINITY)])),
+        ] {
+            let err = value.write_json_checked(&mut Vec::new()).unwrap_err();
+            assert!(matches!(err, ValueError::NonFinite { .. }), "{err}");
+        }
+        let mut out = Vec::new();
+        Value::new(vec![1.5, -0.0])
+            .write_json_checked(&mut out)
+            .unwrap();
+        assert_eq!(out, b"[1.5,-0.0]");
+    }
+
+    #[test]
+    fn a_live_value_100000_levels_deep_is_refused_on_a_small_stack() {
+        let refused = std::thread::Builder::new()
+            // Room for 127 levels of a debug build's frames, far from 100,000.
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let mut chain = Chain(None);
+                for _ in 0..100_000 {
+                    chain = Chain(Some(Box::new(chain)));
+                }
+                let value = Value::new(chain);
+                let err = value.write_json_checked(&mut Vec::new()).unwrap_err();
+                // Unlink the chain without recursion before it drops.
+                let Ok(chain) = value.downcast_arc::<Chain>() else {
+                    unreachable!("a Chain was wrapped")
+                };
+                let mut next = Arc::into_inner(chain).and_then(|c| c.0);
+                while let Some(link) = next {
+                    next = link.0;
+                }
+                err
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(matches!(refused, ValueError::TooDeep { .. }), "{refused}");
+    }
 
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
     struct Joke {

@@ -58,6 +58,55 @@ pub enum Input {
     Command(Command),
 }
 
+impl Input {
+    /// The input, unless a JSON value in it (the input value, a command's
+    /// updates or resume answer) nests deeper than
+    /// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH): no saver could read
+    /// it back, and recursing into it could overflow the stack. Checked
+    /// without recursion; a refused input is dropped without recursion too.
+    fn within_depth(self) -> Result<Self> {
+        let values: Vec<&Value> = match &self {
+            Self::Value(value) => vec![value],
+            Self::Resume => Vec::new(),
+            Self::Command(command) => command
+                .update
+                .iter()
+                .map(|(_, value)| value)
+                .chain(&command.resume)
+                .collect(),
+        };
+        let limit = stategraph_core::json::MAX_DEPTH;
+        let too_deep = values.into_iter().any(|value| {
+            value
+                .as_json()
+                .is_some_and(|json| stategraph_core::json::deeper_than(json, limit))
+        });
+        if !too_deep {
+            return Ok(self);
+        }
+        let owned: Vec<Value> = match self {
+            Self::Value(value) => vec![value],
+            Self::Resume => Vec::new(),
+            Self::Command(command) => command
+                .update
+                .into_iter()
+                .map(|(_, value)| value)
+                .chain(command.resume)
+                .collect(),
+        };
+        for value in owned {
+            if let Ok(json) = value.downcast_arc::<serde_json::Value>()
+                && let Some(json) = Arc::into_inner(json)
+            {
+                stategraph_core::json::drop_deep(json);
+            }
+        }
+        Err(PregelError::Value(stategraph_core::ValueError::TooDeep {
+            limit,
+        }))
+    }
+}
+
 impl From<Value> for Input {
     fn from(value: Value) -> Self {
         Self::Value(value)
@@ -158,7 +207,9 @@ impl Pregel {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> Result<(Value, Vec<Interrupt>)> {
-        let input = input.into();
+        // Checked here too, before a retry keeps a copy: a refused input is
+        // dropped without recursion only where the last copy goes.
+        let input = input.into().within_depth()?;
         let mut retries = options.busy_retries;
         let mut pause_ms = 2;
         loop {
@@ -717,6 +768,7 @@ impl Loop {
         durability: Durability,
         [before, after]: [Vec<String>; 2],
     ) -> Result<()> {
+        let input = input.within_depth()?;
         self.before = Breakpoints::resolve(&self.graph, &before)?;
         self.after = Breakpoints::resolve(&self.graph, &after)?;
         let nested = self.run.child;

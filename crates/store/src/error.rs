@@ -41,6 +41,18 @@ pub enum StoreError {
         /// The item's key.
         key: String,
     },
+    /// A value nests arrays and objects deeper than
+    /// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels (the item's
+    /// object counts as one): no store could read it back.
+    #[error("the value of {namespace:?}/{key} nests deeper than {limit} levels")]
+    ValueTooDeep {
+        /// The item's namespace.
+        namespace: Vec<String>,
+        /// The item's key.
+        key: String,
+        /// The limit.
+        limit: usize,
+    },
     /// The store does not support what was asked (TTL on a store without
     /// it, for example).
     #[error("{operation} is not supported by {store}")]
@@ -82,6 +94,7 @@ impl StoreError {
             | Self::InvalidFilterKey { .. }
             | Self::InvalidFilter { .. }
             | Self::NotAnObject { .. }
+            | Self::ValueTooDeep { .. }
             | Self::Dimensions { .. } => ErrorKind::InvalidInput,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Embedding(err) => err.kind(),

@@ -21,5 +21,5 @@ pub use store::{DynStore, SharedStore, Store, StoreCapabilities};
 pub use tool::ToolContextStore;
 pub use types::{
     GetOp, IndexFields, Item, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
-    SearchItem, SearchOp, Ttl, ns, validate_namespace, validate_user_namespace,
+    SearchItem, SearchOp, Ttl, ns, validate_namespace, validate_user_namespace, validate_value,
 };

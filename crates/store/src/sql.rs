@@ -9,7 +9,7 @@ use stategraph_core::JsonMap;
 
 use crate::{
     Clock, Filter, IndexConfig, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
-    StoreError, TtlConfig, validate_namespace,
+    StoreError, TtlConfig, validate_namespace, validate_value,
 };
 use chrono::{DateTime, Utc};
 
@@ -319,6 +319,7 @@ pub async fn prepare(ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> {
             }
             Op::Put(put) => {
                 validate_namespace(&put.namespace)?;
+                validate_value(&put)?;
                 let ttl = TtlConfig::ttl_of(settings.ttl, put.ttl, settings.store)?;
                 writes = true;
                 let write = match &put.value {

@@ -361,6 +361,30 @@ pub fn validate_namespace(namespace: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Checks that a put's value can be read back: it nests at most
+/// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels, its own object
+/// included (checked without recursion, so any depth is safe to check).
+///
+/// # Errors
+/// [`StoreError::ValueTooDeep`].
+pub fn validate_value(put: &PutOp) -> Result<()> {
+    let limit = stategraph_core::json::MAX_DEPTH;
+    let Some(value) = &put.value else {
+        return Ok(());
+    };
+    if value
+        .values()
+        .any(|field| stategraph_core::json::deeper_than(field, limit - 1))
+    {
+        return Err(StoreError::ValueTooDeep {
+            namespace: put.namespace.clone(),
+            key: put.key.clone(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// [`validate_namespace`] plus the rule of user writes: the root label
 /// `langgraph` is reserved for the system.
 ///
@@ -389,6 +413,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_deeper_than_a_read_accepts_are_refused() {
+        let nested = |depth: usize| {
+            (0..depth).fold(serde_json::json!(1), |inner, _| serde_json::json!([inner]))
+        };
+        let put = |depth| {
+            let mut value = JsonMap::new();
+            value.insert("v".into(), nested(depth));
+            PutOp::put(ns(["a"]), "k", value)
+        };
+        let limit = stategraph_core::json::MAX_DEPTH;
+        assert!(validate_value(&put(limit - 1)).is_ok());
+        let err = validate_value(&put(limit)).unwrap_err();
+        assert!(
+            matches!(err, StoreError::ValueTooDeep { limit: 127, .. }),
+            "{err}"
+        );
+    }
 
     #[test]
     fn namespaces_follow_langgraphs_rules() {

@@ -12,6 +12,7 @@ mod crash;
 mod debug_print;
 mod error_handlers;
 mod hitl;
+mod hostile_input;
 mod input_maps;
 mod managed_values;
 mod node_cache;

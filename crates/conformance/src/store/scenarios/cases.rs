@@ -103,6 +103,25 @@ pub async fn values_and_keys_round_trip(backend: &impl Backend) {
     store.put(&labels, "k", json!({"v": 1})).await.unwrap();
     let item = store.get(&labels, "k").await.unwrap().unwrap();
     assert_eq!(item.namespace, ns(labels));
+    // Issue 21: a value nested as deep as a read accepts round-trips; one
+    // level deeper is refused when written, not when read.
+    let nested = |depth: usize| (0..depth).fold(json!(1), |inner, _| json!([inner]));
+    let limit = stategraph_core::json::MAX_DEPTH;
+    let deepest = json!({"v": nested(limit - 1)});
+    store.put(&["deep"], "ok", deepest.clone()).await.unwrap();
+    let item = store.get(&["deep"], "ok").await.unwrap().unwrap();
+    assert_eq!(item.value, obj(deepest));
+    for depth in [limit, 1_000] {
+        let err = store
+            .put(&["deep"], "too", json!({"v": nested(depth)}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, stategraph_store::StoreError::ValueTooDeep { .. }),
+            "{err}"
+        );
+    }
+    assert!(store.get(&["deep"], "too").await.unwrap().is_none());
 }
 
 /// ST-NS-01..03, ST-NS-05..07: namespace rules and typed errors.
