@@ -497,6 +497,23 @@ impl PostgresSaver {
         checkpoint.channel_values.clear();
 
         let channels: Vec<String> = column(row, "blob_channels").map_err(column_error)?;
+        // The join yields at most one blob per listed channel (one version
+        // each): fewer blobs than channels means some value row is gone.
+        if channels.len() < checkpoint.channel_versions.len()
+            && let Some((channel, version)) = checkpoint
+                .channel_versions
+                .iter()
+                .find(|(channel, _)| !channels.contains(channel))
+        {
+            return Err(Error::Integrity {
+                operation,
+                channel: channel.clone(),
+                version: *version,
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id: CheckpointId::from(checkpoint_id),
+            });
+        }
         let tags: Vec<String> = column(row, "blob_tags").map_err(column_error)?;
         let values: Vec<Option<Vec<u8>>> = column(row, "blob_values").map_err(column_error)?;
         for ((channel, tag), bytes) in channels.into_iter().zip(tags).zip(values) {
@@ -660,7 +677,7 @@ struct Listing<'a> {
     // ever dropping a checkpoint the filter matches.
     contains: Option<serde_json::Value>,
     cursor: Option<Cursor>,
-    // Matches still wanted (`None` = no limit).
+    // Items still wanted, unreadable rows included (`None` = no limit).
     remaining: Option<usize>,
     buffer: VecDeque<Result<CheckpointTuple>>,
     done: bool,
@@ -732,8 +749,10 @@ impl<'a> Listing<'a> {
                 thread_id: read("thread_id")?,
                 checkpoint_ns: read("checkpoint_ns")?,
             });
-            if let Some(tuple) = self.saver.decode("list", row, &self.filter)? {
-                self.buffer.push_back(Ok(tuple));
+            // A row that does not decode is an item of its own (unreadable
+            // metadata counts as a match); the listing goes on past it.
+            if let Some(item) = self.saver.decode("list", row, &self.filter).transpose() {
+                self.buffer.push_back(item);
                 if let Some(remaining) = &mut self.remaining {
                     *remaining -= 1;
                     if *remaining == 0 {

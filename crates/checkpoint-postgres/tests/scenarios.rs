@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use proptest::prelude::*;
 use serde_json::json;
 use stategraph_checkpoint::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId,
-    CheckpointMetadata, CheckpointSaver, CheckpointSource, CheckpointTuple, InMemorySaver,
+    CheckpointMetadata, CheckpointSaver, CheckpointSource, CheckpointTuple, Error, InMemorySaver,
     ListQuery, Value,
 };
 use stategraph_checkpoint_postgres::PostgresSaver;
@@ -505,6 +505,201 @@ async fn t14_corrupt_stored_values_name_their_channel() {
     let err = saver.get_tuple(&stored).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
     assert!(err.to_string().contains("pickle"), "{err}");
+}
+
+/// CP-EXT-21 (issue 21 item 8): deleting a checkpoint's value rows makes it
+/// an integrity error naming thread, namespace, checkpoint, channel and
+/// version, from `get_tuple` (by id and as the latest) and as its own `list`
+/// item; it is never read as an empty channel. Older checkpoints read as
+/// before.
+#[tokio::test]
+async fn t21_deleted_value_rows_are_an_integrity_error() {
+    let Some(url) = common::url("t21_deleted_value_rows_are_an_integrity_error") else {
+        return;
+    };
+    let saver = Schema::saver(&url).await;
+    let tid = thread_id();
+    let mut head = CheckpointConfig::thread(&tid).with_ns("child:1");
+    let mut stored = Vec::new();
+    for step in 0..3 {
+        let (checkpoint, versions) = step_checkpoint(step);
+        head = saver
+            .put(&head, checkpoint, loop_metadata(step), versions)
+            .await
+            .unwrap();
+        stored.push(head.clone());
+    }
+    let latest_version = ChannelVersion::new(3, 0);
+    let deleted = sqlx::query(
+        "DELETE FROM stategraph_checkpoint_blobs WHERE channel = 'step' AND version = $1",
+    )
+    .bind(latest_version.to_string())
+    .execute(saver.pool())
+    .await
+    .unwrap()
+    .rows_affected();
+    assert_eq!(deleted, 1);
+
+    for address in [
+        stored[2].clone(),
+        CheckpointConfig::thread(&tid).with_ns("child:1"),
+    ] {
+        let err = saver.get_tuple(&address).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Backend, "{err}");
+        let Error::Integrity {
+            operation,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            channel,
+            version,
+        } = &err
+        else {
+            panic!("expected an integrity error, got {err}");
+        };
+        assert_eq!(*operation, "get_tuple");
+        assert_eq!(thread_id, &tid);
+        assert_eq!(checkpoint_ns, "child:1");
+        assert_eq!(Some(checkpoint_id), stored[2].checkpoint_id.as_ref());
+        assert_eq!((channel.as_str(), *version), ("step", latest_version));
+        let message = err.to_string();
+        assert!(message.contains(&tid), "{message}");
+        assert!(message.contains(checkpoint_id.as_str()), "{message}");
+        assert!(message.contains("channel \"step\""), "{message}");
+    }
+    let older = saver.get_tuple(&stored[1]).await.unwrap().unwrap();
+    assert_eq!(older.checkpoint.channel_values["step"], Value::new(1_u64));
+
+    let items: Vec<_> = saver.list(ListQuery::thread(&tid)).collect().await;
+    assert_eq!(items.len(), 3);
+    assert!(
+        matches!(
+            &items[0],
+            Err(Error::Integrity {
+                operation: "list",
+                ..
+            })
+        ),
+        "{:?}",
+        items[0].as_ref().err()
+    );
+    let rest: Vec<_> = items[1..]
+        .iter()
+        .map(|item| item.as_ref().unwrap().config.clone())
+        .collect();
+    assert_eq!(rest, [stored[1].clone(), stored[0].clone()]);
+}
+
+/// Issue 21 item 9: unreadable rows (metadata or checkpoint document that
+/// does not decode, a deleted value, a value that does not decode) are each
+/// one `Err` item in their place, and the listing of every thread goes on
+/// past them with every other checkpoint in order, whatever the page size
+/// (so also when bad rows end one page and start the next). `limit` counts
+/// the `Err` items.
+#[tokio::test]
+async fn list_goes_on_past_unreadable_rows_across_pages() {
+    let Some(url) = common::url("list_goes_on_past_unreadable_rows_across_pages") else {
+        return;
+    };
+    let saver = Schema::saver(&url).await;
+    let threads = [thread_id(), thread_id(), thread_id()];
+    let mut heads: Vec<CheckpointConfig> = threads.iter().map(CheckpointConfig::thread).collect();
+    for step in 0..10 {
+        for head in &mut heads {
+            let (checkpoint, versions) = step_checkpoint(step);
+            *head = saver
+                .put(head, checkpoint, loop_metadata(step), versions)
+                .await
+                .unwrap();
+        }
+    }
+    let healthy: Vec<CheckpointConfig> = list_all(&saver, ListQuery::all())
+        .await
+        .into_iter()
+        .map(|t| t.config)
+        .collect();
+    assert_eq!(healthy.len(), 30);
+    let sabotage = |sql: &'static str, i: usize| {
+        let config = healthy[i].clone();
+        let pool = saver.pool().clone();
+        async move {
+            let affected = sqlx::query(sql)
+                .bind(&config.thread_id)
+                .bind(config.checkpoint_id.unwrap().as_str())
+                .execute(&pool)
+                .await
+                .unwrap()
+                .rows_affected();
+            assert_eq!(affected, 1, "{sql}");
+        }
+    };
+    sabotage(
+        "UPDATE stategraph_checkpoints SET metadata = '\"not an object\"'::jsonb \
+         WHERE thread_id = $1 AND checkpoint_id = $2",
+        5,
+    )
+    .await;
+    sabotage(
+        "UPDATE stategraph_checkpoints SET checkpoint = '\"nope\"'::jsonb \
+         WHERE thread_id = $1 AND checkpoint_id = $2",
+        6,
+    )
+    .await;
+    // Each checkpoint stores its own `step` version, so these touch one row each.
+    sabotage(
+        "DELETE FROM stategraph_checkpoint_blobs b USING stategraph_checkpoints c \
+         WHERE c.thread_id = $1 AND c.checkpoint_id = $2 AND b.thread_id = c.thread_id \
+         AND b.channel = 'step' AND b.version = c.checkpoint -> 'channel_versions' ->> 'step'",
+        13,
+    )
+    .await;
+    sabotage(
+        "UPDATE stategraph_checkpoint_blobs b SET value = 'not json' \
+         FROM stategraph_checkpoints c \
+         WHERE c.thread_id = $1 AND c.checkpoint_id = $2 AND b.thread_id = c.thread_id \
+         AND b.channel = 'step' AND b.version = c.checkpoint -> 'channel_versions' ->> 'step'",
+        20,
+    )
+    .await;
+    let bad = [5, 6, 13, 20];
+
+    for page_size in [1, 2, 64] {
+        let paged = PostgresSaver::from_pool(saver.pool().clone()).with_list_page_size(page_size);
+        let listed: Vec<_> = paged.list(ListQuery::all()).collect().await;
+        assert_eq!(listed.len(), 30, "pages of {page_size}: one item per row");
+        for (i, item) in listed.iter().enumerate() {
+            match item {
+                Ok(tuple) => {
+                    assert!(!bad.contains(&i), "pages of {page_size}: row {i} must fail");
+                    assert_eq!(tuple.config, healthy[i], "pages of {page_size}: row {i}");
+                }
+                Err(err) => assert!(bad.contains(&i), "pages of {page_size}: row {i}: {err}"),
+            }
+        }
+        let kinds: Vec<ErrorKind> = bad
+            .iter()
+            .map(|i| listed[*i].as_ref().unwrap_err().kind())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ErrorKind::Backend,
+                ErrorKind::Backend,
+                ErrorKind::Backend,
+                ErrorKind::Serialization
+            ],
+            "pages of {page_size}"
+        );
+        assert!(matches!(&listed[13], Err(Error::Integrity { .. })));
+
+        let limited: Vec<_> = paged.list(ListQuery::all().limit(7)).collect().await;
+        assert_eq!(
+            limited.len(),
+            7,
+            "pages of {page_size}: limit counts errors"
+        );
+        assert!(limited[5].is_err() && limited[6].is_err());
+    }
 }
 
 /// Keyset pagination with one-row pages returns exactly what the in-memory

@@ -410,10 +410,18 @@ fn assemble(
                 )
                 .optional()
                 .map_err(sqlite_in(op))?;
-            // A version without a stored blob reads as absent, as in memory.
-            if let Some((tag, bytes)) = blob
-                && let Some(value) = decode(channel, &tag, bytes.as_deref(), op)?
-            {
+            // No row at all is data loss; a row tagged `empty` is a cleared channel.
+            let Some((tag, bytes)) = blob else {
+                return Err(Error::Integrity {
+                    operation: op,
+                    thread_id: row.thread_id,
+                    checkpoint_ns: row.checkpoint_ns,
+                    checkpoint_id: CheckpointId::from(row.checkpoint_id),
+                    channel: channel.clone(),
+                    version: *version,
+                });
+            };
+            if let Some(value) = decode(channel, &tag, bytes.as_deref(), op)? {
                 values.insert(channel.clone(), value);
             }
         }
@@ -492,8 +500,9 @@ pub(crate) struct ListCursor {
 
 /// One page of a listing.
 pub(crate) struct Page {
-    /// The matching checkpoints, newest first.
-    pub(crate) tuples: Vec<CheckpointTuple>,
+    /// The matching checkpoints, newest first; an `Err` in place of a
+    /// checkpoint that cannot be read.
+    pub(crate) items: Vec<Result<CheckpointTuple>>,
     /// Where the next page starts (`None` when nothing was examined).
     pub(crate) cursor: Option<ListCursor>,
     /// Whether no rows remain after this page.
@@ -502,9 +511,13 @@ pub(crate) struct Page {
 
 /// Reads at most `rows` checkpoints after `cursor` in listing order
 /// (descending id, then thread, then namespace), keeps those `filter`
-/// matches, and stops early once `want` matched. SQL only narrows by thread,
-/// namespace, id and `before`; the filter runs here, on the decoded metadata,
-/// so it means exactly what it means for every other saver.
+/// matches, and stops early once it has `want` items. SQL only narrows by
+/// thread, namespace, id and `before`; the filter runs here, on the decoded
+/// metadata, so it means exactly what it means for every other saver.
+///
+/// A row that cannot be read (its metadata, document, values or writes) is
+/// an `Err` item of its own and counts as a match: the page goes on with the
+/// next row. Only a failure of the page's own query fails the page.
 pub(crate) fn list_page(
     conn: &Connection,
     query: &ListQuery,
@@ -524,7 +537,7 @@ pub(crate) fn list_page(
     };
     let total = fetched.len();
     let mut page = Page {
-        tuples: Vec::new(),
+        items: Vec::new(),
         cursor: None,
         exhausted: total < rows,
     };
@@ -534,14 +547,17 @@ pub(crate) fn list_page(
             thread_id: row.thread_id.clone(),
             checkpoint_ns: row.checkpoint_ns.clone(),
         });
-        let metadata = row.metadata(op)?;
-        if filter.matches(&metadata) {
-            page.tuples.push(assemble(&tx, row, metadata, op)?);
-            if page.tuples.len() >= want {
-                // Rows after this one are still unexamined.
-                page.exhausted = page.exhausted && examined + 1 == total;
-                break;
-            }
+        let item = match row.metadata(op) {
+            Ok(metadata) if filter.matches(&metadata) => assemble(&tx, row, metadata, op),
+            Ok(_) => continue,
+            // Unreadable metadata cannot be filtered: report the row.
+            Err(err) => Err(err),
+        };
+        page.items.push(item);
+        if page.items.len() >= want {
+            // Rows after this one are still unexamined.
+            page.exhausted = page.exhausted && examined + 1 == total;
+            break;
         }
     }
     tx.commit().map_err(sqlite_in(op))?;

@@ -259,17 +259,18 @@ struct Listing {
     db: Arc<Database>,
     query: Arc<(ListQuery, MetadataFilter)>,
     cursor: Option<ListCursor>,
-    /// Matches still wanted (`limit` counts matches, not rows read).
+    /// Items still wanted (`limit` counts matches and unreadable rows, not
+    /// rows read).
     remaining: usize,
-    buffer: VecDeque<CheckpointTuple>,
+    buffer: VecDeque<Result<CheckpointTuple>>,
     done: bool,
 }
 
 impl Listing {
     async fn next(&mut self) -> Option<Result<CheckpointTuple>> {
         loop {
-            if let Some(tuple) = self.buffer.pop_front() {
-                return Some(Ok(tuple));
+            if let Some(item) = self.buffer.pop_front() {
+                return Some(item);
             }
             if self.done || self.remaining == 0 {
                 return None;
@@ -289,8 +290,8 @@ impl Listing {
             .await;
             match page {
                 Ok(page) => {
-                    self.remaining = self.remaining.saturating_sub(page.tuples.len());
-                    self.buffer.extend(page.tuples);
+                    self.remaining = self.remaining.saturating_sub(page.items.len());
+                    self.buffer.extend(page.items);
                     if page.cursor.is_some() {
                         self.cursor = page.cursor;
                     }

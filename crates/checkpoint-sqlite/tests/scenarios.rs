@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
 use futures::future::join_all;
+use futures::{StreamExt, TryStreamExt};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 use stategraph_checkpoint::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata,
-    CheckpointSaver, CheckpointSource, CheckpointTuple, ListQuery, PruneStrategy, Value,
+    CheckpointSaver, CheckpointSource, CheckpointTuple, Error, ListQuery, PruneStrategy, Value,
 };
 use stategraph_checkpoint_sqlite::SqliteSaver;
 use stategraph_core::ErrorKind;
@@ -443,6 +443,197 @@ async fn t14_corrupt_stored_value_error_names_the_channel() {
     let err = saver.get_tuple(&stored).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Backend, "{err}");
     assert!(err.to_string().contains("metadata"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 21 (items 8 and 9): missing values and unreadable rows.
+
+/// CP-EXT-21: deleting a checkpoint's value rows makes it an integrity
+/// error naming thread, namespace, checkpoint, channel and version, from
+/// `get_tuple` (by id and as the latest) and as its own `list` item; it is
+/// never read as an empty channel. The older checkpoints, whose values are
+/// still stored, read as before.
+#[tokio::test]
+async fn t21_deleted_value_rows_are_an_integrity_error() {
+    let (_dir, path) = temp_db();
+    let saver = SqliteSaver::open(&path).unwrap();
+    let mut stored = Vec::new();
+    let mut head = CheckpointConfig::thread("t21").with_ns("child:1");
+    for step in 0..3 {
+        head = put_step(&saver, &head, step).await;
+        stored.push(head.clone());
+    }
+    let latest_version = ChannelVersion::new(3, 0);
+    let deleted = raw(&path)
+        .execute(
+            "DELETE FROM blobs WHERE channel = 'step' AND version = ?1",
+            [latest_version.to_string()],
+        )
+        .unwrap();
+    assert_eq!(deleted, 1);
+
+    for address in [
+        stored[2].clone(),
+        CheckpointConfig::thread("t21").with_ns("child:1"),
+    ] {
+        let err = saver.get_tuple(&address).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Backend, "{err}");
+        let Error::Integrity {
+            operation,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            channel,
+            version,
+        } = &err
+        else {
+            panic!("expected an integrity error, got {err}");
+        };
+        assert_eq!(*operation, "get_tuple");
+        assert_eq!(
+            (thread_id.as_str(), checkpoint_ns.as_str()),
+            ("t21", "child:1")
+        );
+        assert_eq!(Some(checkpoint_id), stored[2].checkpoint_id.as_ref());
+        assert_eq!((channel.as_str(), *version), ("step", latest_version));
+        let message = err.to_string();
+        assert!(message.contains("\"t21\""), "{message}");
+        assert!(message.contains(checkpoint_id.as_str()), "{message}");
+        assert!(message.contains("channel \"step\""), "{message}");
+    }
+    let older = saver.get_tuple(&stored[1]).await.unwrap().unwrap();
+    assert_eq!(older.checkpoint.channel_values["step"], Value::new(1));
+
+    let items: Vec<_> = saver.list(ListQuery::thread("t21")).collect().await;
+    assert_eq!(items.len(), 3);
+    assert!(
+        matches!(
+            &items[0],
+            Err(Error::Integrity {
+                operation: "list",
+                ..
+            })
+        ),
+        "{:?}",
+        items[0].as_ref().err()
+    );
+    let rest: Vec<_> = items[1..]
+        .iter()
+        .map(|item| item.as_ref().unwrap().config.clone())
+        .collect();
+    assert_eq!(rest, [stored[1].clone(), stored[0].clone()]);
+}
+
+/// Issue 21 item 9: unreadable rows (metadata or checkpoint document that is
+/// not JSON, a deleted value, a value that does not decode) are each one
+/// `Err` item in their place, and the listing of every thread goes on past
+/// them, across SQLite's 64-row pages, with every other checkpoint in order.
+/// `limit` counts the `Err` items; a filter still reports rows whose
+/// metadata cannot be read (it cannot tell whether they match).
+#[tokio::test]
+async fn list_goes_on_past_unreadable_rows_across_pages() {
+    let (_dir, path) = temp_db();
+    let saver = SqliteSaver::open(&path).unwrap();
+    let threads = ["t21-a", "t21-b", "t21-c"];
+    let mut heads: Vec<CheckpointConfig> = threads
+        .iter()
+        .map(|t| CheckpointConfig::thread(*t))
+        .collect();
+    for step in 0..50 {
+        for head in &mut heads {
+            *head = put_step(&saver, head, step).await;
+        }
+    }
+    let healthy: Vec<CheckpointConfig> = list_all(&saver, ListQuery::all())
+        .await
+        .into_iter()
+        .map(|t| t.config)
+        .collect();
+    assert_eq!(healthy.len(), 150);
+
+    let conn = raw(&path);
+    let key = |i: usize| {
+        let config = &healthy[i];
+        (
+            config.thread_id.clone(),
+            config.checkpoint_id.clone().unwrap().as_str().to_owned(),
+        )
+    };
+    // The last row of the first page and the first of the second.
+    let (thread, id) = key(63);
+    conn.execute(
+        "UPDATE checkpoints SET metadata = '{not json' WHERE thread_id = ?1 AND checkpoint_id = ?2",
+        [&thread, &id],
+    )
+    .unwrap();
+    let (thread, id) = key(64);
+    conn.execute(
+        "UPDATE checkpoints SET checkpoint = 'nope' WHERE thread_id = ?1 AND checkpoint_id = ?2",
+        [&thread, &id],
+    )
+    .unwrap();
+    // Each checkpoint stores its own `step` version, so these touch one row each.
+    let step_version = |(thread, id): (String, String)| {
+        let version: String = conn
+            .query_row(
+                "SELECT json_extract(checkpoint, '$.channel_versions.step') FROM checkpoints
+                 WHERE thread_id = ?1 AND checkpoint_id = ?2",
+                [&thread, &id],
+                |row| row.get(0),
+            )
+            .unwrap();
+        [thread, version]
+    };
+    conn.execute(
+        "DELETE FROM blobs WHERE thread_id = ?1 AND channel = 'step' AND version = ?2",
+        step_version(key(100)),
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE blobs SET bytes = CAST('[1' AS BLOB)
+         WHERE thread_id = ?1 AND channel = 'step' AND version = ?2",
+        step_version(key(130)),
+    )
+    .unwrap();
+    let bad = [63, 64, 100, 130];
+
+    let listed: Vec<_> = saver.list(ListQuery::all()).collect().await;
+    assert_eq!(listed.len(), 150, "one item per row");
+    for (i, item) in listed.iter().enumerate() {
+        match item {
+            Ok(tuple) => {
+                assert!(!bad.contains(&i), "row {i} must be an error");
+                assert_eq!(tuple.config, healthy[i], "row {i}");
+            }
+            Err(err) => assert!(bad.contains(&i), "row {i}: {err}"),
+        }
+    }
+    let kinds: Vec<ErrorKind> = bad
+        .iter()
+        .map(|i| listed[*i].as_ref().unwrap_err().kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ErrorKind::Backend,
+            ErrorKind::Backend,
+            ErrorKind::Backend,
+            ErrorKind::Serialization
+        ]
+    );
+    assert!(matches!(&listed[100], Err(Error::Integrity { .. })));
+
+    let limited: Vec<_> = saver.list(ListQuery::all().limit(65)).collect().await;
+    assert_eq!(limited.len(), 65, "limit counts the error items");
+    assert!(limited[63].is_err() && limited[64].is_err());
+
+    let filtered: Vec<_> = saver
+        .list(ListQuery::all().filter(json!({"step": 21})))
+        .collect()
+        .await;
+    let errors = filtered.iter().filter(|item| item.is_err()).count();
+    assert_eq!(errors, 1, "only the row whose metadata is unreadable");
+    assert_eq!(filtered.len(), 4, "3 threads at step 21, and that row");
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 //! Errors of checkpoint savers.
 
-use stategraph_core::{ErrorKind, ValueError};
+use stategraph_core::{CheckpointId, ErrorKind, ValueError};
+
+use crate::ChannelVersion;
 
 /// Result of checkpoint operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -77,6 +79,31 @@ pub enum Error {
         /// The tag found in storage.
         tag: String,
     },
+    /// A stored checkpoint is incomplete: it lists a channel at a version
+    /// for which no value row is stored (deleted behind the saver's back, or
+    /// never written because a `put` named the version as unchanged).
+    ///
+    /// A version stored without a value (a cleared channel) is not missing:
+    /// the channel reads as absent. The checkpoint is unreadable rather than
+    /// read as if the channel were empty, which would silently lose history.
+    #[error(
+        "{operation} failed for thread {thread_id:?}, namespace {checkpoint_ns:?}, \
+         checkpoint {checkpoint_id}: no value is stored for channel {channel:?} at version {version}"
+    )]
+    Integrity {
+        /// The saver operation.
+        operation: &'static str,
+        /// The thread of the checkpoint.
+        thread_id: String,
+        /// The namespace of the checkpoint.
+        checkpoint_ns: String,
+        /// The incomplete checkpoint.
+        checkpoint_id: CheckpointId,
+        /// The channel whose value is missing.
+        channel: String,
+        /// The version the checkpoint lists for the channel.
+        version: ChannelVersion,
+    },
     /// The storage backend failed.
     #[error("{operation} failed: {source}")]
     Backend {
@@ -96,7 +123,10 @@ impl Error {
             Self::Conflict { .. } | Self::IdBeforeParent { .. } => ErrorKind::Conflict,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Value { .. } | Self::UnknownTag { .. } => ErrorKind::Serialization,
-            Self::Backend { .. } => ErrorKind::Backend,
+            // Stored data that is gone is a failure of the storage, not of the
+            // request (`InvalidInput`) nor of a value's encoding
+            // (`Serialization`); corrupt rows are `Backend` errors too.
+            Self::Integrity { .. } | Self::Backend { .. } => ErrorKind::Backend,
         }
     }
 

@@ -121,6 +121,7 @@ impl InMemorySaver {
 
     fn tuple(
         &self,
+        operation: &'static str,
         thread_id: &str,
         data: &ThreadData,
         ns: &str,
@@ -134,12 +135,16 @@ impl InMemorySaver {
         for (channel, version) in &checkpoint.channel_versions {
             let blob = blobs
                 .and_then(|b| b.get(channel))
-                .and_then(|v| v.get(version));
-            if let Some(value) = blob
-                .map(|blob| self.load(channel, blob))
-                .transpose()?
-                .flatten()
-            {
+                .and_then(|v| v.get(version))
+                .ok_or_else(|| Error::Integrity {
+                    operation,
+                    thread_id: thread_id.to_owned(),
+                    checkpoint_ns: ns.to_owned(),
+                    checkpoint_id: id.clone(),
+                    channel: channel.clone(),
+                    version: *version,
+                })?;
+            if let Some(value) = self.load(channel, blob)? {
                 checkpoint.channel_values.insert(channel.clone(), value);
             }
         }
@@ -174,8 +179,13 @@ impl InMemorySaver {
         )))
     }
 
-    fn list_now(&self, query: &ListQuery) -> Result<Vec<CheckpointTuple>> {
-        let filter = query.metadata_filter()?;
+    /// The items of a listing: one per matching checkpoint, an `Err` for
+    /// one that cannot be read; a single `Err` when the query is invalid.
+    fn list_now(&self, query: &ListQuery) -> Vec<Result<CheckpointTuple>> {
+        let filter = match query.metadata_filter() {
+            Ok(filter) => filter,
+            Err(err) => return vec![Err(err)],
+        };
         let limit = query.limit.unwrap_or(usize::MAX);
         // Candidates sorted newest first: id descending, then thread and namespace.
         let mut candidates: Vec<(CheckpointId, String, String)> = Vec::new();
@@ -214,16 +224,14 @@ impl InMemorySaver {
         }
         candidates.sort_unstable_by(|a, b| b.cmp(a));
         candidates.truncate(limit);
-        let mut out = Vec::with_capacity(candidates.len());
-        for (id, thread_id, ns) in candidates {
-            // A thread deleted since the scan simply drops out of the result.
-            if let Some(data) = self.inner.threads.get(&thread_id)
-                && let Some(tuple) = self.tuple(&thread_id, &data, &ns, &id)?
-            {
-                out.push(tuple);
-            }
-        }
-        Ok(out)
+        candidates
+            .into_iter()
+            .filter_map(|(id, thread_id, ns)| {
+                // A thread deleted since the scan simply drops out of the result.
+                let data = self.inner.threads.get(&thread_id)?;
+                self.tuple("list", &thread_id, &data, &ns, &id).transpose()
+            })
+            .collect()
     }
 }
 
@@ -381,15 +389,11 @@ impl CheckpointSaver for InMemorySaver {
                 None => return Ok(None),
             },
         };
-        self.tuple(&config.thread_id, &data, ns, &id)
+        self.tuple("get_tuple", &config.thread_id, &data, ns, &id)
     }
 
     fn list(&self, query: ListQuery) -> impl Stream<Item = Result<CheckpointTuple>> + Send + '_ {
-        let items = match self.list_now(&query) {
-            Ok(tuples) => tuples.into_iter().map(Ok).collect(),
-            Err(err) => vec![Err(err)],
-        };
-        stream::iter(items)
+        stream::iter(self.list_now(&query))
     }
 
     async fn put(
@@ -528,10 +532,32 @@ impl CheckpointSaver for InMemorySaver {
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
     use serde_json::json;
+    use stategraph_core::ErrorKind;
 
     use super::*;
     use crate::serde::JsonSerializer;
+
+    /// Stores JSON, but reads the stored text `"poison"` as bytes that no
+    /// longer decode, as if storage had corrupted them.
+    #[derive(Debug)]
+    struct PoisonSerializer;
+
+    impl Serializer for PoisonSerializer {
+        fn dumps(&self, channel: &str, value: &Value) -> Result<Encoded> {
+            JsonSerializer.dumps(channel, value)
+        }
+
+        fn loads(&self, channel: &str, tag: &str, bytes: &[u8]) -> Result<Value> {
+            let bytes = if bytes == br#""poison""# {
+                &b"{\"poi"[..]
+            } else {
+                bytes
+            };
+            JsonSerializer.loads(channel, tag, bytes)
+        }
+    }
 
     fn checkpoint_with(values: &[(&str, Value)]) -> (Checkpoint, ChannelVersions) {
         let mut checkpoint = Checkpoint::empty();
@@ -618,6 +644,38 @@ mod tests {
             .put_writes(&CheckpointConfig::thread("t"), vec![], "task", "")
             .await
             .unwrap_err();
-        assert_eq!(err.kind(), stategraph_core::ErrorKind::InvalidInput);
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+
+    #[tokio::test]
+    async fn list_reports_an_undecodable_checkpoint_and_goes_on() {
+        let saver = InMemorySaver::with_serializer(PoisonSerializer);
+        let mut stored = Vec::new();
+        for (thread, value) in [("a", "fine"), ("b", "poison"), ("c", "fine")] {
+            let (checkpoint, versions) = checkpoint_with(&[("x", Value::new(value.to_owned()))]);
+            let config = saver
+                .put(
+                    &CheckpointConfig::thread(thread),
+                    checkpoint,
+                    CheckpointMetadata::default(),
+                    versions,
+                )
+                .await
+                .unwrap();
+            stored.push(config);
+        }
+        let err = saver.get_tuple(&stored[1]).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+
+        let items: Vec<Result<CheckpointTuple>> = saver.list(ListQuery::all()).collect().await;
+        assert_eq!(items.len(), 3, "one item per checkpoint");
+        assert_eq!(items[0].as_ref().unwrap().config, stored[2]);
+        let err = items[1].as_ref().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+        assert!(
+            err.to_string().contains("\"x\""),
+            "names the channel: {err}"
+        );
+        assert_eq!(items[2].as_ref().unwrap().config, stored[0]);
     }
 }

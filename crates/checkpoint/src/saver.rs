@@ -119,6 +119,9 @@ pub struct ListQuery {
     pub before: Option<CheckpointId>,
     /// At most this many results (`Some(0)` returns nothing).
     pub limit: Option<usize>,
+    /// What [`ListQuery::filter`] was given instead of a JSON object (`"an
+    /// array"`, ...), reported by [`ListQuery::metadata_filter`].
+    rejected_filter: Option<&'static str>,
 }
 
 impl ListQuery {
@@ -153,13 +156,23 @@ impl ListQuery {
         self
     }
 
-    /// Sets the metadata filter from a JSON object (anything else means no filter).
+    /// Sets the metadata filter from a JSON object.
+    ///
+    /// Anything else (`null`, an array, a string, ...) is not a filter: the
+    /// query keeps no filter and `list` fails with [`Error::InvalidInput`]
+    /// (see [`ListQuery::metadata_filter`]), rather than listing everything.
     #[must_use]
     pub fn filter(mut self, filter: serde_json::Value) -> Self {
-        self.filter = match filter {
-            serde_json::Value::Object(map) => map,
-            _ => JsonMap::new(),
-        };
+        match filter {
+            serde_json::Value::Object(map) => {
+                self.filter = map;
+                self.rejected_filter = None;
+            }
+            other => {
+                self.filter = JsonMap::new();
+                self.rejected_filter = Some(json_type(&other));
+            }
+        }
         self
     }
 
@@ -177,12 +190,31 @@ impl ListQuery {
         self
     }
 
-    /// Validates the metadata filter.
+    /// Validates the metadata filter. Every saver calls it before listing.
     ///
     /// # Errors
-    /// [`Error::InvalidFilterKey`].
+    /// [`Error::InvalidInput`] when [`ListQuery::filter`] was given something
+    /// other than a JSON object; [`Error::InvalidFilterKey`] for a bad key.
     pub fn metadata_filter(&self) -> Result<MetadataFilter> {
+        if let Some(found) = self.rejected_filter {
+            return Err(Error::InvalidInput {
+                operation: "list",
+                message: format!("the metadata filter must be a JSON object, not {found}"),
+            });
+        }
         MetadataFilter::new(self.filter.clone())
+    }
+}
+
+/// How a JSON value that is not an object is named in an error.
+fn json_type(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -208,8 +240,16 @@ impl ListQuery {
 /// - `get_tuple` with no checkpoint id returns the latest checkpoint of the
 ///   thread and namespace, its config carrying the resolved id; a missing
 ///   thread or id is `Ok(None)`.
+/// - A checkpoint that lists a channel version whose value is not stored is
+///   an [`Error::Integrity`] from `get_tuple` and `list`, never read as an
+///   empty channel. A version stored without a value (a cleared channel)
+///   reads as an absent channel.
 /// - `list` yields newest first (descending id), applies `filter`, `before`,
-///   and `limit`, and includes pending writes.
+///   and `limit`, and includes pending writes. A checkpoint that cannot be
+///   read (missing value, corrupt row) is one `Err` item in its place, and
+///   the listing goes on with the next checkpoints; `limit` counts such items.
+///   A query that cannot run at all (a filter that is not a JSON object or has
+///   a bad key, a lost database) yields one `Err` and ends.
 /// - `delete_thread` removes every namespace, checkpoint, write and value of a
 ///   thread; deleting a missing thread is not an error.
 pub trait CheckpointSaver: Send + Sync + fmt::Debug + 'static {
@@ -478,5 +518,38 @@ impl CheckpointSaver for SharedSaver {
     }
     fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
         (**self).dyn_get_next_version(current)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use stategraph_core::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn a_non_object_filter_is_rejected_until_an_object_replaces_it() {
+        for (filter, named) in [
+            (json!(null), "not null"),
+            (json!(false), "not a boolean"),
+            (json!(2), "not a number"),
+            (json!("source"), "not a string"),
+            (json!([{"step": 1}]), "not an array"),
+        ] {
+            let query = ListQuery::thread("t").filter(filter);
+            assert!(query.filter.is_empty());
+            let err = query.metadata_filter().unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput);
+            assert_eq!(
+                err.to_string(),
+                format!("list failed: the metadata filter must be a JSON object, {named}")
+            );
+        }
+        let query = ListQuery::all()
+            .filter(json!([1]))
+            .filter(json!({"step": 1}));
+        let filter = query.metadata_filter().unwrap();
+        assert_eq!(filter.entries().get("step"), Some(&json!(1)));
     }
 }

@@ -1,20 +1,23 @@
 //! CP-EXT: extension cases, not in the upstream suite, that make the port
 //! stricter: concurrent writes, pagination under appends, the filter
-//! semantics, value fidelity and writes for checkpoints not stored yet.
+//! semantics, value fidelity, writes for checkpoints not stored yet and
+//! checkpoints whose values are missing.
 
 use std::collections::BTreeMap;
 
 use futures::future::join_all;
 use serde_json::json;
 use stategraph_checkpoint::{
-    CheckpointId, CheckpointSaver, ListQuery, PendingWrite, Value, special,
+    ChannelVersion, ChannelVersions, CheckpointConfig, CheckpointId, CheckpointMetadata,
+    CheckpointSaver, CheckpointSource, CheckpointTuple, Error, ListQuery, PendingWrite, Result,
+    Value, special,
 };
 use stategraph_core::ErrorKind;
 
 use crate::fixtures::{
-    chain_steps, checkpoint, checkpoint_with, config, delete_thread, get, get_found, id_of, ids,
-    list, list_ids, loop_metadata, pending, put, put_values, put_writes, task_id, text, thread_id,
-    try_list,
+    CHILD_NS, chain_steps, checkpoint, checkpoint_with, config, config_ns, delete_thread, get,
+    get_found, id_of, ids, list, list_ids, list_items, loop_metadata, metadata, pending, put,
+    put_values, put_with, put_writes, task_id, text, thread_id, try_list, values, version,
 };
 
 /// CP-EXT-01: 32 tasks writing 8 writes each, concurrently, against one
@@ -274,6 +277,50 @@ pub async fn cp_ext_09_filter_semantics<S: CheckpointSaver>(saver: &S) {
     }
 }
 
+/// CP-EXT-09: a filter that is not a JSON object (`null`, a boolean, a
+/// number, a string, an array) is not "no filter": `list` yields exactly one
+/// item, an `Err` of kind [`ErrorKind::InvalidInput`], for one thread and
+/// across threads. An object filter given afterwards replaces it.
+pub async fn cp_ext_09_non_object_filter_is_invalid_input<S: CheckpointSaver>(saver: &S) {
+    let tid = thread_id();
+    let stored = put(saver, &config(&tid), checkpoint(), loop_metadata()).await;
+    for filter in [
+        json!(null),
+        json!(true),
+        json!(1),
+        json!("source"),
+        json!([{"source": "loop"}]),
+    ] {
+        for query in [ListQuery::thread(&tid), ListQuery::all()] {
+            let shown = format!("{query:?} with filter {filter}");
+            let items = list_items(saver, query.filter(filter.clone())).await;
+            match items.as_slice() {
+                [Err(err)] => assert_eq!(
+                    err.kind(),
+                    ErrorKind::InvalidInput,
+                    "CP-EXT-09: {shown}: {err}"
+                ),
+                other => panic!(
+                    "CP-EXT-09: {shown} must yield one InvalidInput error, got {} items: {:?}",
+                    other.len(),
+                    other
+                        .iter()
+                        .map(|item| item.as_ref().map(|t| id_of(&t.config)))
+                        .collect::<Vec<_>>()
+                ),
+            }
+        }
+    }
+    let replaced = ListQuery::thread(&tid)
+        .filter(json!("source"))
+        .filter(json!({"source": "loop"}));
+    assert_eq!(
+        list_ids(saver, replaced).await,
+        vec![id_of(&stored)],
+        "CP-EXT-09: an object filter replaces a rejected one"
+    );
+}
+
 fn nested(depth: usize) -> serde_json::Value {
     (0..depth).fold(json!("bottom"), |inner, level| {
         if level % 2 == 0 {
@@ -445,4 +492,202 @@ pub async fn cp_ext_12_writes_for_unstored_checkpoint<S: CheckpointSaver>(saver:
             "CP-EXT-12: delete_thread must remove the writes of the {what} checkpoint id"
         );
     }
+}
+
+/// A listing item reduced to what CP-EXT-21 compares: the id of a
+/// checkpoint read, or of a checkpoint reported missing a value.
+#[derive(Debug, PartialEq)]
+enum Item {
+    Read(CheckpointId),
+    Missing(CheckpointId),
+}
+
+/// The checkpoint ids of listing items; panics on an error other than
+/// [`Error::Integrity`].
+fn items(case: &str, listed: Vec<Result<CheckpointTuple>>) -> Vec<Item> {
+    listed
+        .into_iter()
+        .map(|item| match item {
+            Ok(tuple) => Item::Read(id_of(&tuple.config)),
+            Err(Error::Integrity { checkpoint_id, .. }) => Item::Missing(checkpoint_id),
+            Err(err) => panic!("{case}: unexpected list error: {err}"),
+        })
+        .collect()
+}
+
+/// Asserts that `err` is the [`Error::Integrity`] of `operation` for
+/// channel `channel` at `version` of the checkpoint at `address`.
+fn assert_missing(
+    case: &str,
+    err: &Error,
+    operation: &str,
+    address: &CheckpointConfig,
+    channel: &str,
+    version: ChannelVersion,
+) {
+    assert_eq!(err.kind(), ErrorKind::Backend, "{case}: kind of {err}");
+    let Error::Integrity {
+        operation: op,
+        thread_id,
+        checkpoint_ns,
+        checkpoint_id,
+        channel: missing,
+        version: listed,
+    } = err
+    else {
+        panic!("{case}: expected Error::Integrity, got {err}");
+    };
+    assert_eq!(*op, operation, "{case}: operation");
+    assert_eq!(thread_id, &address.thread_id, "{case}: thread");
+    assert_eq!(checkpoint_ns, &address.checkpoint_ns, "{case}: namespace");
+    assert_eq!(
+        Some(checkpoint_id),
+        address.checkpoint_id.as_ref(),
+        "{case}: checkpoint"
+    );
+    assert_eq!(missing, channel, "{case}: channel");
+    assert_eq!(*listed, version, "{case}: version");
+    let message = err.to_string();
+    for part in [&address.thread_id, checkpoint_id.as_str(), channel] {
+        assert!(message.contains(part), "{case}: {message:?} names {part:?}");
+    }
+}
+
+/// Stores a child of `parent` that lists channel `x` at version 7 without
+/// storing a value for it (`new_versions` is empty, as if the version were
+/// unchanged) and reads channel `y` at version 1 from the parent.
+async fn put_missing_x<S: CheckpointSaver>(
+    saver: &S,
+    parent: &CheckpointConfig,
+    metadata: CheckpointMetadata,
+) -> CheckpointConfig {
+    let broken = checkpoint()
+        .with_channel("y", text("kept"), version(1))
+        .with_channel("x", text("never stored"), version(7));
+    put_with(saver, parent, broken, metadata, ChannelVersions::new()).await
+}
+
+/// CP-EXT-21: a checkpoint that lists a channel version whose value is not
+/// stored is unreadable, never read as if the channel were empty:
+/// `get_tuple` by id and as the latest fails with [`Error::Integrity`]
+/// (kind [`ErrorKind::Backend`]) naming the operation, thread, namespace,
+/// checkpoint, channel and version, and `list` yields that error in the
+/// checkpoint's place. The parent stays readable, and a cleared channel (a
+/// version stored without a value) is absent, not missing.
+///
+/// The value is missing because a `put` named its version as unchanged
+/// without any checkpoint having stored it; backend tests delete stored value
+/// rows to the same effect.
+pub async fn cp_ext_21_missing_value_is_an_integrity_error<S: CheckpointSaver>(saver: &S) {
+    let case = "CP-EXT-21";
+    let tid = thread_id();
+    let parent = put_values(
+        saver,
+        &config_ns(&tid, CHILD_NS),
+        &[("x", text("v1")), ("y", text("kept"))],
+    )
+    .await;
+    let broken = put_missing_x(saver, &parent, loop_metadata()).await;
+    let x = version(7);
+    for address in [broken.clone(), config_ns(&tid, CHILD_NS)] {
+        match saver.get_tuple(&address).await {
+            Ok(found) => panic!(
+                "{case}: get_tuple({address:?}) must fail, it read {:?}",
+                found.map(|t| t.checkpoint.channel_values)
+            ),
+            Err(err) => assert_missing(case, &err, "get_tuple", &broken, "x", x),
+        }
+    }
+    let listed = list_items(saver, ListQuery::thread(&tid)).await;
+    assert_eq!(listed.len(), 2, "{case}: list yields both checkpoints");
+    match &listed[0] {
+        Err(err) => assert_missing(case, err, "list", &broken, "x", x),
+        Ok(tuple) => panic!(
+            "{case}: list must report the broken checkpoint, it read {:?}",
+            tuple.checkpoint.channel_values
+        ),
+    }
+    match &listed[1] {
+        Ok(tuple) => assert_eq!(tuple.config, parent, "{case}: then the parent"),
+        Err(err) => panic!("{case}: the parent must list: {err}"),
+    }
+    assert_eq!(
+        get_found(saver, &parent).await.checkpoint.channel_values,
+        values(&[("x", text("v1")), ("y", text("kept"))]),
+        "{case}: the parent reads its values"
+    );
+
+    let mut cleared = checkpoint().with_channel("y", text("kept"), version(1));
+    cleared.channel_versions.insert("x".into(), version(8));
+    let new_versions: ChannelVersions = [("x".to_owned(), version(8))].into();
+    let cleared = put_with(saver, &parent, cleared, loop_metadata(), new_versions).await;
+    assert_eq!(
+        get_found(saver, &cleared).await.checkpoint.channel_values,
+        values(&[("y", text("kept"))]),
+        "{case}: a cleared channel is absent, not an error"
+    );
+}
+
+/// CP-EXT-21: one unreadable checkpoint does not stop a listing. Listing
+/// every thread yields an `Err` in its place and every other checkpoint, of
+/// its own thread and of the others, newest first; `limit` counts the `Err`
+/// item; `before` pages past it; a filter that excludes it lists no error.
+/// Needs a fresh saver.
+pub async fn cp_ext_21_list_goes_on_past_an_unreadable_checkpoint<S: CheckpointSaver>(saver: &S) {
+    let case = "CP-EXT-21";
+    let (thread_a, thread_b, thread_c) = (thread_id(), thread_id(), thread_id());
+    let a0 = put_values(saver, &config(&thread_a), &[("y", text("a"))]).await;
+    let b0 = put_values(saver, &config(&thread_b), &[("y", text("b"))]).await;
+    let b1 = put_missing_x(saver, &b0, metadata(CheckpointSource::Loop, 1)).await;
+    let c0 = put_values(saver, &config(&thread_c), &[("y", text("c"))]).await;
+    let a1 = put(saver, &a0, checkpoint(), loop_metadata()).await;
+    let [a0, b0, b1, c0, a1] = [a0, b0, b1, c0, a1].map(|address| id_of(&address));
+    let read = |id: &CheckpointId| Item::Read(id.clone());
+    let cases = [
+        (
+            ListQuery::all(),
+            vec![
+                read(&a1),
+                read(&c0),
+                Item::Missing(b1.clone()),
+                read(&b0),
+                read(&a0),
+            ],
+        ),
+        (
+            ListQuery::all().limit(3),
+            vec![read(&a1), read(&c0), Item::Missing(b1.clone())],
+        ),
+        (
+            ListQuery::all().before(c0.clone()),
+            vec![Item::Missing(b1.clone()), read(&b0), read(&a0)],
+        ),
+        (
+            ListQuery::all().before(b1.clone()),
+            vec![read(&b0), read(&a0)],
+        ),
+        (
+            ListQuery::thread(&thread_b),
+            vec![Item::Missing(b1.clone()), read(&b0)],
+        ),
+        (
+            ListQuery::all().filter(json!({"source": "loop", "step": 1})),
+            vec![Item::Missing(b1.clone())],
+        ),
+        (
+            ListQuery::all().filter(json!({"step": 0})),
+            vec![read(&a1), read(&c0), read(&b0), read(&a0)],
+        ),
+    ];
+    for (query, expected) in cases {
+        let shown = format!("{query:?}");
+        let listed = items(case, list_items(saver, query).await);
+        assert_eq!(listed, expected, "{case}: {shown}");
+    }
+    let clean = list_ids(saver, ListQuery::thread(&thread_a)).await;
+    assert_eq!(
+        clean,
+        vec![a1, a0],
+        "{case}: other threads list without error"
+    );
 }

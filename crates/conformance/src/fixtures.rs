@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use stategraph_checkpoint::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId,
     CheckpointMetadata, CheckpointSaver, CheckpointSource, CheckpointTuple, ListQuery,
@@ -246,6 +246,15 @@ pub async fn try_list<S: CheckpointSaver>(
     query: ListQuery,
 ) -> Result<Vec<CheckpointTuple>> {
     saver.list(query).try_collect().await
+}
+
+/// Lists checkpoints, keeping every item of the stream (an `Err` item does
+/// not end the collection).
+pub async fn list_items<S: CheckpointSaver>(
+    saver: &S,
+    query: ListQuery,
+) -> Vec<Result<CheckpointTuple>> {
+    saver.list(query).collect().await
 }
 
 /// Lists checkpoints; panics on error.

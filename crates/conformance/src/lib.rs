@@ -224,8 +224,11 @@ macro_rules! __conformance_group {
             cp_ext_02_same_write_key_keeps_one_row,
             cp_ext_07_pagination_while_appending,
             cp_ext_09_filter_semantics,
+            cp_ext_09_non_object_filter_is_invalid_input,
             cp_ext_10_value_fidelity,
             cp_ext_12_writes_for_unstored_checkpoint,
+            cp_ext_21_missing_value_is_an_integrity_error,
+            cp_ext_21_list_goes_on_past_an_unreadable_checkpoint,
         );
     };
     (delete_for_runs) => {
@@ -354,8 +357,8 @@ mod tests {
             );
             total += cases.len();
         }
-        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 6 CP-EXT, 8 CP-HD.
-        assert_eq!(total, 110);
+        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 9 CP-EXT, 8 CP-HD.
+        assert_eq!(total, 113);
     }
 
     #[test]
