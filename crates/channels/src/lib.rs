@@ -61,11 +61,15 @@ impl ChannelError {
         }
     }
 
-    /// Names the state key the error happened at.
+    /// Names the state key the error happened at, unless it names one
+    /// already (a channel that checks writes for other keys names them).
     #[must_use]
     pub fn at_key(mut self, name: &str) -> Self {
         match &mut self {
-            Self::InvalidUpdate { key, .. } | Self::Value { key, .. } => *key = name.to_owned(),
+            Self::InvalidUpdate { key, .. } | Self::Value { key, .. } if key.is_empty() => {
+                *key = name.to_owned();
+            }
+            _ => {}
         }
         self
     }

@@ -25,6 +25,7 @@ use stategraph_store::{SharedStore, Store};
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
 use crate::node::Route;
+use crate::start::{InputKeys, StartChannel, for_each_entry};
 use crate::{END, GraphError, START};
 
 impl StateGraph {
@@ -69,7 +70,17 @@ impl StateGraph {
         }
         let key_ids: ReadKeys = key_ids.into();
         let state_ids: Vec<ChannelId> = key_ids.iter().map(|(_, id)| *id).collect();
-        let start_channel = builder.add_channel(START, EphemeralValue::<Value>::new())?;
+        let input_channels: InputKeys = match &self.input_keys {
+            Some(keys) => self
+                .schema
+                .channels()
+                .iter()
+                .filter(|(key, _)| keys.iter().any(|k| **k == **key))
+                .cloned()
+                .collect(),
+            None => self.schema.channels().into(),
+        };
+        let start_channel = builder.add_channel(START, StartChannel::new(input_channels))?;
         let tasks_channel = builder.add_channel(
             names::TASKS,
             stategraph_channels::Topic::<stategraph_pregel::Send>::new(),
@@ -474,21 +485,9 @@ fn collect_updates(
     match output {
         NodeOutput::None => {}
         NodeOutput::Value(value) => {
-            if let Some(values) = value.downcast_ref::<StateValues>() {
-                for (key, value) in values.iter() {
-                    push(key, value);
-                }
-            } else if let Some(serde_json::Value::Object(map)) = value.as_json() {
-                for (key, value) in map {
-                    push(key, &Value::from_json(value.clone()));
-                }
-            } else if let Ok(serde_json::Value::Object(map)) = value.to_json() {
-                // A live struct (a typed state given as input, say): its
-                // serialized fields are the keys it writes.
-                for (key, value) in map {
-                    push(&key, &Value::from_json(value));
-                }
-            } else {
+            // A live struct (a typed state given as input, say) writes its
+            // serialized fields.
+            if !for_each_entry(value, &mut push) {
                 let shown = value
                     .to_json()
                     .map_or_else(|_| value.type_name().to_owned(), |j| j.to_string());

@@ -10,6 +10,7 @@ mod func;
 mod messages;
 mod node;
 mod schema;
+mod start;
 mod state;
 
 pub use builder::{NodeDefaults, NodeSpec, PathMap, StateGraph};

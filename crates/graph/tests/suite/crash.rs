@@ -1,6 +1,6 @@
 //! Processes killed with SIGKILL at random points of a checkpointed run
-//! (sync durability) lose nothing they acknowledged, on SQLite and on
-//! PostgreSQL: after each kill, the nodes whose writes are in the database
+//! (sync and async durability) lose nothing they acknowledged, on SQLite
+//! and on PostgreSQL: after each kill, the nodes whose writes are in the database
 //! (in a checkpoint or as pending writes) never run again, and every thread
 //! ends in the same state as a run that was never killed (DURABILITY.md;
 //! LangGraph issue #8039 is a task run twice after a crash).
@@ -8,9 +8,9 @@
 //! The test runs itself again as the child process (`CRASH_CHILD` set):
 //! the child runs or resumes one thread and exits; the parent kills it after
 //! a random delay, reads what the database holds, and resumes, until the
-//! thread completes. It stops after 50 effective kills per backend (a kill
-//! of a child that already finished does not count), or as many as
-//! `STATEGRAPH_CRASH_KILLS` says (`cargo xtask soak` runs 1000).
+//! thread completes. It stops after 50 effective kills per backend and
+//! durability (a kill of a child that already finished does not count), or
+//! as many as `STATEGRAPH_CRASH_KILLS` says (`cargo xtask soak` runs 1000).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -121,7 +121,11 @@ async fn child() {
     let runs = PathBuf::from(var("CRASH_RUNS"));
     let app = app(backend.saver().await, runs);
     let config = RunnableConfig::thread(var("CRASH_THREAD"));
-    let options = RunOptions::new().durability(Durability::Sync);
+    let durability = match var("CRASH_DURABILITY").as_str() {
+        "sync" => Durability::Sync,
+        _ => Durability::Async,
+    };
+    let options = RunOptions::new().durability(durability);
     let input = if var("CRASH_INPUT") == "start" {
         Input::from(json!({"log": []}))
     } else {
@@ -177,7 +181,7 @@ impl Delays {
 
 // Reports how many kills each backend took (the soak command shows it).
 #[allow(clippy::print_stdout)]
-async fn kill_at_random_points(backend: Backend, dir: &Path) {
+async fn kill_at_random_points(backend: Backend, dir: &Path, durability: &str) {
     let runs = dir.join("runs");
     let saver = backend.saver().await;
     let app = app(saver.clone(), runs.clone());
@@ -194,7 +198,7 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
             thread_no < 8 * wanted,
             "only {kills} effective kills in {thread_no} threads"
         );
-        let thread = format!("crash-{}-{thread_no}", std::process::id());
+        let thread = format!("crash-{}-{durability}-{thread_no}", std::process::id());
         let mut input = "start";
         loop {
             let ran_before = lines(&runs).len();
@@ -211,6 +215,7 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
                 .env("CRASH_RUNS", &runs)
                 .env("CRASH_THREAD", &thread)
                 .env("CRASH_INPUT", input)
+                .env("CRASH_DURABILITY", durability)
                 .spawn()
                 .unwrap();
             // Kill after a random delay (the child needs some to start).
@@ -259,7 +264,7 @@ async fn kill_at_random_points(backend: Backend, dir: &Path) {
         );
     }
     println!(
-        "{}: {kills} kills over {thread_no} threads, nothing lost",
+        "{} ({durability} durability): {kills} kills over {thread_no} threads, nothing lost",
         backend.describe()
     );
 }
@@ -278,9 +283,16 @@ async fn every_kill_loses_nothing_acknowledged() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    kill_at_random_points(Backend::Sqlite(dir.path().join("state.db")), dir.path()).await;
+    for durability in ["sync", "async"] {
+        let sqlite = Backend::Sqlite(dir.path().join("state.db"));
+        kill_at_random_points(sqlite, dir.path(), durability).await;
+    }
     match std::env::var("STATEGRAPH_TEST_POSTGRES_URL") {
-        Ok(url) => kill_at_random_points(Backend::Postgres(url), dir.path()).await,
+        Ok(url) => {
+            for durability in ["sync", "async"] {
+                kill_at_random_points(Backend::Postgres(url.clone()), dir.path(), durability).await;
+            }
+        }
         // `cargo xtask ci` starts a cluster and sets the variable; CI must
         // not pass without it.
         Err(_) if std::env::var_os("CI").is_some() => {

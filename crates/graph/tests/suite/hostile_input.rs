@@ -1,6 +1,7 @@
-//! Issue 21, observations 2 and 3: what a run is given or writes that no
+//! Issue 21, observations 2 to 4: what a run is given or writes that no
 //! backend could read back is refused with a typed error when it is
-//! written, never when it is read; no input overflows the stack.
+//! written, never when it is read; no input overflows the stack; a refused
+//! input leaves the thread as it was.
 
 use std::sync::Arc;
 
@@ -183,6 +184,37 @@ async fn a_nan_in_a_typed_field_is_refused_and_the_thread_stays_readable() {
             let values = state.values.to_json().unwrap();
             assert_eq!(values["level"], json!(1.5), "{saver:?}");
         }
+    }
+}
+
+/// Observation 4: an input a typed channel cannot take fails the run and
+/// saves nothing: the thread is exactly as it was, on every backend.
+#[tokio::test]
+async fn a_rejected_input_leaves_the_thread_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    for saver in savers(dir.path()).await {
+        let app = reading(saver.clone());
+        let config = RunnableConfig::thread(format!("rejected-{}", stategraph_core::random_u64()));
+        // On a fresh thread: nothing saved.
+        let err = app
+            .invoke(json!({"count": "many"}), &config)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("count"), "names the key: {err}");
+        let state = app.get_state(&config).await.unwrap();
+        assert!(state.metadata.is_none(), "{saver:?}: {:?}", state.values);
+        // On a thread with state: the state and its history unchanged.
+        app.invoke(json!({"count": 1, "level": 0.5}), &config)
+            .await
+            .unwrap();
+        let before = app.get_state(&config).await.unwrap();
+        for bad in [json!({"count": -3}), json!({"level": "high", "count": 1})] {
+            app.invoke(bad, &config).await.unwrap_err();
+            let after = app.get_state(&config).await.unwrap();
+            assert_eq!(after.config, before.config, "{saver:?}");
+            assert_eq!(after.values.to_json().unwrap()["count"], json!(2));
+        }
+        app.invoke(json!({"count": 3}), &config).await.unwrap();
     }
 }
 

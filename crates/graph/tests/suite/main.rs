@@ -10,6 +10,7 @@ mod concurrency;
 mod context;
 mod crash;
 mod debug_print;
+mod endurance;
 mod error_handlers;
 mod hitl;
 mod hostile_input;
