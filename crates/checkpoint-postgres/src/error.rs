@@ -1,9 +1,13 @@
 //! Converts sqlx failures into `stategraph_checkpoint::Error`, and tells which
-//! of them are worth retrying.
+//! of them are worth retrying and which of them are timeouts.
 
 use std::fmt;
+use std::time::Duration;
 
+use sqlx::PgPool;
 use stategraph_checkpoint::Error;
+
+use crate::attempt::{DEADLINE_GRACE, Limits};
 
 /// A database failure, with the key of the operation that hit it.
 ///
@@ -55,6 +59,70 @@ pub(crate) fn backend(operation: &'static str, key: Option<String>, source: sqlx
     }
 }
 
+/// A database failure of `operation` that stopped it: [`Error::Timeout`]
+/// when it says a time limit was reached (see [`reached_limit`]),
+/// [`Error::Backend`] otherwise.
+pub(crate) fn failed(
+    operation: &'static str,
+    key: Option<String>,
+    source: sqlx::Error,
+    limits: Limits,
+    pool: &PgPool,
+) -> Error {
+    let acquire_timeout = pool.options().get_acquire_timeout();
+    match reached_limit(&source, limits.statement_timeout, acquire_timeout) {
+        Some(limit) => Error::Timeout {
+            operation,
+            limit,
+            source: Box::new(DatabaseError { key, source }),
+        },
+        None => backend(operation, key, source),
+    }
+}
+
+/// An operation abandoned at its client-side deadline: the database did not
+/// answer within the statement timeout plus [`DEADLINE_GRACE`].
+pub(crate) fn unanswered(
+    operation: &'static str,
+    key: Option<String>,
+    writes: bool,
+    limit: Duration,
+) -> Error {
+    let mut message = match key {
+        Some(key) => format!("{key}: "),
+        None => String::new(),
+    };
+    message.push_str(&format!(
+        "no answer from PostgreSQL within the statement timeout plus {DEADLINE_GRACE:?}, \
+         so its connection was closed"
+    ));
+    if writes {
+        message.push_str("; the write may or may not have been committed");
+    }
+    Error::Timeout {
+        operation,
+        limit,
+        source: message.into(),
+    }
+}
+
+/// The limit `error` says was reached, if it says so: the statement
+/// timeout when the server cancelled a statement while one is set
+/// (SQLSTATE 57014, `query_canceled`: without our limit the cancel came
+/// from someone else), the pool's acquire timeout when no connection came
+/// in time.
+pub(crate) fn reached_limit(
+    error: &sqlx::Error,
+    statement_timeout: Option<Duration>,
+    acquire_timeout: Duration,
+) -> Option<Duration> {
+    match error {
+        sqlx::Error::PoolTimedOut => Some(acquire_timeout),
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("57014") => statement_timeout,
+        _ => None,
+    }
+}
+
 /// A stored row that does not decode (a corrupt checkpoint or metadata
 /// document, an unexpected column type).
 pub(crate) fn corrupt(operation: &'static str, key: String, message: impl fmt::Display) -> Error {
@@ -99,6 +167,39 @@ mod tests {
             std::error::Error::source(&err).and_then(|s| s.downcast_ref::<DatabaseError>());
         let source = source.map(DatabaseError::sqlx);
         assert!(matches!(source, Some(sqlx::Error::Io(_))));
+    }
+
+    #[test]
+    fn only_time_limits_are_timeouts() {
+        let statement = Some(Duration::from_secs(30));
+        let acquire = Duration::from_secs(5);
+        let limit = |err: &sqlx::Error| reached_limit(err, statement, acquire);
+        assert_eq!(limit(&sqlx::Error::PoolTimedOut), Some(acquire));
+        assert_eq!(limit(&sqlx::Error::RowNotFound), None);
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+        assert_eq!(
+            limit(&sqlx::Error::Io(io)),
+            None,
+            "a lost connection is retried"
+        );
+    }
+
+    #[test]
+    fn abandoned_writes_say_their_outcome_is_unknown() {
+        let limit = Duration::from_millis(250);
+        let err = unanswered("put", Some("thread \"t1\"".into()), true, limit);
+        assert_eq!(err.kind(), stategraph_core::ErrorKind::Timeout);
+        let text = err.to_string();
+        assert!(
+            text.starts_with("put timed out after 250ms: thread \"t1\": "),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("may or may not have been committed"),
+            "{text}"
+        );
+        let read = unanswered("get_tuple", None, false, limit).to_string();
+        assert!(!read.contains("committed"), "{read}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! PostgreSQL checkpoint saver.
 #![doc = include_str!("../README.md")]
 
+mod attempt;
 mod error;
 mod migrations;
 #[cfg(feature = "_bench")]

@@ -5,12 +5,14 @@ use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::stream::{self, Stream};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
-use sqlx::{Arguments, AssertSqlSafe, Postgres, Row};
+use sqlx::{Arguments, AssertSqlSafe, Connection, PgConnection, Postgres, Row, Transaction};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
@@ -18,7 +20,8 @@ use stategraph_checkpoint::{
     PruneStrategy, Result, SaverCapabilities, Value, write_index,
 };
 
-use crate::error::{backend, corrupt, is_transient};
+use crate::attempt::{self, Failure, Lent, Limits, Stop};
+use crate::error::{backend, corrupt, failed, unanswered};
 use crate::migrations;
 use crate::sql;
 
@@ -47,6 +50,11 @@ pub const APPLICATION_NAME: &str = "stategraph-checkpoint-postgres";
 ///   times. Every operation is idempotent or runs in one transaction that
 ///   either committed or did not; `put_if_head` checks whether a commit whose
 ///   answer was lost took effect before retrying.
+/// - **Time limits.** PostgreSQL cancels a statement that runs longer than
+///   the statement timeout (30 s by default), and the saver gives up on an
+///   operation that has no answer a second after that, closing its
+///   connection, so a lock wait or a silent network cannot hang a call: see
+///   [`with_statement_timeout`](Self::with_statement_timeout).
 /// - **Values** are stored through a [`Serializer`] ([`JsonSerializer`] by
 ///   default), once per (thread, namespace, channel, version).
 #[derive(Clone)]
@@ -55,7 +63,7 @@ pub struct PostgresSaver {
     serializer: Arc<dyn Serializer>,
     prepared: bool,
     page_size: usize,
-    max_attempts: u32,
+    limits: Limits,
 }
 
 impl fmt::Debug for PostgresSaver {
@@ -65,7 +73,8 @@ impl fmt::Debug for PostgresSaver {
             .field("serializer", &self.serializer)
             .field("prepared_statements", &self.prepared)
             .field("page_size", &self.page_size)
-            .field("max_attempts", &self.max_attempts)
+            .field("max_attempts", &self.limits.max_attempts)
+            .field("statement_timeout", &self.limits.statement_timeout)
             .finish()
     }
 }
@@ -81,43 +90,26 @@ pub(crate) async fn connect_pool(options: PgConnectOptions) -> Result<PgPool, sq
     PostgresSaver::pool_options().connect_with(options).await
 }
 
-/// Waits before attempt `tries + 1` of `operation`: exponential backoff
-/// from 10 ms, at most 160 ms.
-pub(crate) async fn backoff(operation: &'static str, tries: u32, err: &sqlx::Error) {
-    let delay = Duration::from_millis(10 << tries.min(5).saturating_sub(1));
-    tracing::warn!(operation, tries, ?delay, error = %err, "stategraph-checkpoint-postgres: retrying");
-    tokio::time::sleep(delay).await;
-}
-
-/// Why one attempt of an operation failed.
-enum Failure {
-    /// The database failed; retried when transient.
-    Db(sqlx::Error),
-    /// `COMMIT` failed: the transaction may or may not have committed.
-    Commit(sqlx::Error),
-    /// A saver-level failure (conflict, bad input, corrupt data): final.
-    Saver(Error),
-}
-
-impl From<sqlx::Error> for Failure {
-    fn from(err: sqlx::Error) -> Self {
-        Self::Db(err)
-    }
-}
-
-impl From<Error> for Failure {
+impl From<Error> for Failure<Error> {
     fn from(err: Error) -> Self {
-        Self::Saver(err)
+        Self::Final(err)
     }
 }
 
-type Attempt<T> = std::result::Result<T, Failure>;
+/// The result of one attempt of a saver operation.
+type Attempt<T> = attempt::Attempt<T, Error>;
 
 impl PostgresSaver {
     /// The default number of attempts of an operation that loses its connection.
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
     /// The default number of checkpoints `list` fetches per query.
     pub const DEFAULT_PAGE_SIZE: usize = 64;
+    /// The default [statement timeout](Self::with_statement_timeout).
+    pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How much longer than the statement timeout the saver waits for an
+    /// operation before it gives up (see
+    /// [`with_statement_timeout`](Self::with_statement_timeout)).
+    pub const DEADLINE_GRACE: Duration = attempt::DEADLINE_GRACE;
 
     /// Connects to `url` (`postgres://user:password@host:port/database`) with
     /// the default pool (see [`pool_options`](Self::pool_options)).
@@ -167,7 +159,10 @@ impl PostgresSaver {
             serializer: Arc::new(JsonSerializer),
             prepared: false,
             page_size: Self::DEFAULT_PAGE_SIZE,
-            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            limits: Limits {
+                max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+                statement_timeout: Some(Self::DEFAULT_STATEMENT_TIMEOUT),
+            },
         }
     }
 
@@ -207,7 +202,44 @@ impl PostgresSaver {
     /// (default 5, at least 1), with exponential backoff from 10 ms.
     #[must_use]
     pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
+        self.limits.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Bounds every operation in time (default
+    /// [`DEFAULT_STATEMENT_TIMEOUT`](Self::DEFAULT_STATEMENT_TIMEOUT), 30 s);
+    /// `None` or [`Duration::ZERO`] turns both limits below off.
+    ///
+    /// - **On the server.** Every transaction begins with `SET LOCAL
+    ///   statement_timeout`, sent in the same message as `BEGIN` (no extra
+    ///   round trip), so PostgreSQL cancels a statement that runs longer,
+    ///   waiting for a lock included. The setting ends with the
+    ///   transaction: it works through transaction-mode poolers and never
+    ///   reaches another session. A cancelled statement leaves its
+    ///   connection usable. With
+    ///   [`with_prepared_statements(true)`](Self::with_prepared_statements),
+    ///   reads and single-statement writes run outside a transaction and
+    ///   only the client limit applies to them (set `statement_timeout` on
+    ///   the role or in the connection options to have the server cancel
+    ///   those too).
+    /// - **On the client.** An operation that has not finished
+    ///   [`DEADLINE_GRACE`](Self::DEADLINE_GRACE) (1 s) after the timeout
+    ///   (acquiring a connection, every statement and every retry
+    ///   included) is abandoned, and its connection is closed, never
+    ///   returned to the pool. This catches what the server cannot: a
+    ///   connection that went silent (socket open, no bytes) mid-query or
+    ///   while idle in the pool.
+    ///
+    /// Either way the operation fails with [`Error::Timeout`]
+    /// ([`ErrorKind::Timeout`](stategraph_core::ErrorKind::Timeout)),
+    /// naming the operation and the limit, and is not retried. A write
+    /// abandoned by the client may or may not have committed (the error
+    /// says so): read the thread again before deciding what to do. Each
+    /// page of a `list` is one operation; [`setup`](Self::setup) is not
+    /// bounded (a migration may take long on a large table).
+    #[must_use]
+    pub fn with_statement_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.limits.statement_timeout = Limits::statement_timeout(timeout.into());
         self
     }
 
@@ -227,22 +259,18 @@ impl PostgresSaver {
     /// [`Error::InvalidInput`] when the database was migrated by a newer
     /// version of this crate; [`Error::Backend`] when the database fails.
     pub async fn setup(&self) -> Result<()> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = async {
-                let mut conn = self.pool.acquire().await?;
-                Ok::<_, sqlx::Error>(migrations::run(&mut conn).await)
-            }
-            .await;
-            match result {
-                Ok(done) => return done,
-                Err(err) if attempt < self.max_attempts && is_transient(&err) => {
-                    self.backoff("setup", attempt, &err).await;
-                }
-                Err(err) => return Err(backend("setup", None, err)),
-            }
-        }
+        // Not bounded in time: a migration may rightly take long. Only
+        // failing to get a connection is retried; a failed migration is
+        // final.
+        let limits = Limits {
+            statement_timeout: None,
+            ..self.limits
+        };
+        attempt::run(&self.pool, limits, "setup", false, |conn| {
+            Box::pin(async move { Ok(migrations::run(conn).await) })
+        })
+        .await
+        .map_err(|stop| self.stopped("setup", None, false, stop))?
     }
 
     /// The schema versions applied to the database, ascending (empty before
@@ -251,11 +279,13 @@ impl PostgresSaver {
     /// # Errors
     /// [`Error::Backend`] when the database fails.
     pub async fn schema_versions(&self) -> Result<Vec<i32>> {
-        self.retry("schema_versions", None, || async {
-            let mut tx = self.pool.begin().await?;
-            let versions = migrations::applied(&mut tx).await?;
-            tx.commit().await?;
-            Ok(versions)
+        self.retry("schema_versions", None, false, |conn| {
+            Box::pin(async move {
+                let mut tx = self.begin(conn).await?;
+                let versions = migrations::applied(&mut tx).await?;
+                tx.commit().await?;
+                Ok(versions)
+            })
         })
         .await
     }
@@ -269,35 +299,43 @@ impl PostgresSaver {
         sqlx::query(sql).persistent(self.prepared)
     }
 
-    /// Runs one attempt after another while they fail transiently.
-    async fn retry<T, F, Fut>(
-        &self,
+    /// Runs `attempt` on pooled connections while it fails transiently,
+    /// within the operation's time limit (see [`attempt::run`]). `writes`:
+    /// whether the operation changes the database (an abandoned write may
+    /// have committed, and its error says so).
+    async fn retry<'s, T>(
+        &'s self,
         operation: &'static str,
         key: Option<&(dyn Fn() -> String + Sync)>,
-        mut attempt: F,
-    ) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Attempt<T>>,
-    {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let err = match attempt().await {
-                Ok(value) => return Ok(value),
-                Err(Failure::Saver(err)) => return Err(err),
-                Err(Failure::Db(err) | Failure::Commit(err)) => err,
-            };
-            if tries < self.max_attempts && is_transient(&err) {
-                self.backoff(operation, tries, &err).await;
-                continue;
-            }
-            return Err(backend(operation, key.map(|key| key()), err));
+        writes: bool,
+        attempt: impl for<'c> FnMut(&'c mut Lent<'s>) -> BoxFuture<'c, Attempt<T>>,
+    ) -> Result<T> {
+        attempt::run(&self.pool, self.limits, operation, true, attempt)
+            .await
+            .map_err(|stop| self.stopped(operation, key.map(|key| key()), writes, stop))
+    }
+
+    /// The error of an operation that stopped without succeeding.
+    fn stopped(
+        &self,
+        operation: &'static str,
+        key: Option<String>,
+        writes: bool,
+        stop: Stop<Error>,
+    ) -> Error {
+        match stop {
+            Stop::Final(err) => err,
+            Stop::Db { error, .. } => failed(operation, key, error, self.limits, &self.pool),
+            Stop::Deadline { limit } => unanswered(operation, key, writes, limit),
         }
     }
 
-    async fn backoff(&self, operation: &'static str, tries: u32, err: &sqlx::Error) {
-        backoff(operation, tries, err).await;
+    /// Starts a transaction on `conn` with the statement timeout.
+    fn begin<'c>(
+        &self,
+        conn: &'c mut PgConnection,
+    ) -> impl Future<Output = Result<Transaction<'c, Postgres>, sqlx::Error>> + Send + 'c {
+        conn.begin_with(self.limits.begin("BEGIN"))
     }
 
     /// Whether statements are named and cached.
@@ -305,41 +343,51 @@ impl PostgresSaver {
         self.prepared
     }
 
-    /// How many times an operation is tried.
-    pub(crate) fn max_attempts(&self) -> u32 {
-        self.max_attempts
+    /// The retry and time limits of an operation.
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Runs a statement that returns rows, in a transaction unless prepared
     /// statements are on (a single statement is atomic by itself).
     async fn fetch_all(
         &self,
+        conn: &mut PgConnection,
         query: sqlx::query::Query<'_, Postgres, PgArguments>,
     ) -> Attempt<Vec<PgRow>> {
         if self.prepared {
-            return Ok(query.fetch_all(&self.pool).await?);
+            return Ok(query.fetch_all(conn).await?);
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(conn).await?;
         let rows = query.fetch_all(&mut *tx).await?;
         tx.commit().await.map_err(Failure::Commit)?;
         Ok(rows)
     }
 
     /// Like [`fetch_all`](Self::fetch_all) for a statement without rows.
-    async fn execute(&self, query: sqlx::query::Query<'_, Postgres, PgArguments>) -> Attempt<()> {
+    async fn execute(
+        &self,
+        conn: &mut PgConnection,
+        query: sqlx::query::Query<'_, Postgres, PgArguments>,
+    ) -> Attempt<()> {
         if self.prepared {
-            query.execute(&self.pool).await?;
+            query.execute(conn).await?;
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(conn).await?;
         query.execute(&mut *tx).await?;
         tx.commit().await.map_err(Failure::Commit)?;
         Ok(())
     }
 
     /// One attempt of `put` / `put_if_head`, in one transaction.
-    async fn put_attempt(&self, put: &PreparedPut, require_head: bool) -> Attempt<()> {
-        let mut tx = self.pool.begin().await?;
+    async fn put_attempt(
+        &self,
+        conn: &mut PgConnection,
+        put: &PreparedPut,
+        require_head: bool,
+    ) -> Attempt<()> {
+        let mut tx = self.begin(conn).await?;
         let parent = put.parent.as_deref();
         if require_head {
             self.query(sql::LOCK_HEAD)
@@ -356,7 +404,7 @@ impl PostgresSaver {
                 .map(|row| row.try_get(0))
                 .transpose()?;
             if head.as_deref() != parent {
-                return Err(Failure::Saver(Error::Conflict {
+                return Err(Failure::Final(Error::Conflict {
                     operation: "put_if_head",
                     thread_id: put.thread_id.clone(),
                     message: format!(
@@ -391,7 +439,7 @@ impl PostgresSaver {
                 .await?
                 .try_get(0)?;
             // Dropping `tx` rolls back, blobs included.
-            return Err(Failure::Saver(Error::Conflict {
+            return Err(Failure::Final(Error::Conflict {
                 operation: if require_head { "put_if_head" } else { "put" },
                 thread_id: put.thread_id.clone(),
                 message: format!(
@@ -407,9 +455,10 @@ impl PostgresSaver {
 
     /// Whether the checkpoint of `put` is stored with its parent (after a
     /// commit whose outcome is unknown).
-    async fn is_stored(&self, put: &PreparedPut) -> Attempt<bool> {
+    async fn is_stored(&self, conn: &mut PgConnection, put: &PreparedPut) -> Attempt<bool> {
         let rows = self
             .fetch_all(
+                conn,
                 self.query(sql::STORED_PARENT)
                     .bind(&put.thread_id)
                     .bind(&put.checkpoint_ns)
@@ -448,20 +497,52 @@ impl PostgresSaver {
                 put.thread_id, put.checkpoint_id
             )
         };
-        self.retry(operation, Some(&key), || async {
-            match self.put_attempt(&put, require_head).await {
-                // A lost COMMIT answer: `put` is idempotent, so it may simply
-                // run again; `put_if_head` would then see its own checkpoint
-                // as the head and report a conflict, so look first.
-                Err(Failure::Commit(err)) if require_head => match self.is_stored(&put).await {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(Failure::Db(err)),
-                    Err(other) => Err(other),
-                },
-                other => other,
-            }
+        // A lost COMMIT answer: `put` is idempotent, so it may simply run
+        // again; `put_if_head` would then see its own checkpoint as the head
+        // and report a conflict, so the next attempt looks first, on its
+        // fresh connection (and keeps looking until a look succeeds).
+        let commit_lost = &AtomicBool::new(false);
+        let prepared = &put;
+        let stored = attempt::run(&self.pool, self.limits, operation, true, |conn| {
+            Box::pin(async move {
+                if commit_lost.load(Ordering::Relaxed) {
+                    if self.is_stored(conn, prepared).await? {
+                        return Ok(());
+                    }
+                    commit_lost.store(false, Ordering::Relaxed);
+                }
+                let result = self.put_attempt(conn, prepared, require_head).await;
+                let lost = require_head && matches!(result, Err(Failure::Commit(_)));
+                commit_lost.store(lost, Ordering::Relaxed);
+                result
+            })
         })
-        .await?;
+        .await;
+        match stored {
+            Ok(()) => {}
+            // The last attempt lost its COMMIT answer: one more look, so a
+            // `put_if_head` that took effect is not reported as failed.
+            Err(Stop::Db {
+                error,
+                commit: true,
+            }) if require_head => {
+                let look = self
+                    .retry(operation, Some(&key), false, |conn| {
+                        Box::pin(async move { self.is_stored(conn, prepared).await })
+                    })
+                    .await;
+                if !matches!(look, Ok(true)) {
+                    return Err(failed(
+                        operation,
+                        Some(key()),
+                        error,
+                        self.limits,
+                        &self.pool,
+                    ));
+                }
+            }
+            Err(stop) => return Err(self.stopped(operation, Some(key()), true, stop)),
+        }
         Ok(CheckpointConfig {
             thread_id: put.thread_id,
             checkpoint_ns: put.checkpoint_ns,
@@ -566,24 +647,26 @@ impl PostgresSaver {
         keys: &[String],
         returns_threads: bool,
     ) -> Result<()> {
-        self.retry(operation, None, || async {
-            let mut tx = self.pool.begin().await?;
-            let rows = self.query(statement).bind(keys).fetch_all(&mut *tx).await?;
-            let threads: Vec<String> = if returns_threads {
-                rows.iter()
-                    .map(|row| row.try_get(0))
-                    .collect::<Result<_, _>>()?
-            } else {
-                keys.to_vec()
-            };
-            if !threads.is_empty() {
-                self.query(sql::COLLECT_BLOBS)
-                    .bind(&threads)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            Ok(())
+        self.retry(operation, None, true, |conn| {
+            Box::pin(async move {
+                let mut tx = self.begin(conn).await?;
+                let rows = self.query(statement).bind(keys).fetch_all(&mut *tx).await?;
+                let threads: Vec<String> = if returns_threads {
+                    rows.iter()
+                        .map(|row| row.try_get(0))
+                        .collect::<Result<_, _>>()?
+                } else {
+                    keys.to_vec()
+                };
+                if !threads.is_empty() {
+                    self.query(sql::COLLECT_BLOBS)
+                        .bind(&threads)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            })
         })
         .await
     }
@@ -729,11 +812,14 @@ impl<'a> Listing<'a> {
             Some(remaining) if self.filter.is_empty() => remaining.min(self.saver.page_size),
             _ => self.saver.page_size,
         };
+        let this = &*self;
         let rows = self
             .saver
-            .retry("list", None, || async {
-                let query = self.select(page)?;
-                self.saver.fetch_all(query).await
+            .retry("list", None, false, |conn| {
+                Box::pin(async move {
+                    let query = this.select(page)?;
+                    this.saver.fetch_all(conn, query).await
+                })
             })
             .await?;
         if rows.len() < page {
@@ -903,15 +989,17 @@ impl CheckpointSaver for PostgresSaver {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
         let key = || format!("thread {:?}", config.thread_id);
         let rows = self
-            .retry("get_tuple", Some(&key), || async {
-                let mut select = Select::new();
-                select.and("c.thread_id = ", config.thread_id.clone())?;
-                select.and("c.checkpoint_ns = ", config.checkpoint_ns.clone())?;
-                if let Some(id) = &config.checkpoint_id {
-                    select.and("c.checkpoint_id = ", id.as_str().to_owned())?;
-                }
-                select.push(" ORDER BY c.checkpoint_id DESC LIMIT 1");
-                self.fetch_all(select.build(self.prepared)).await
+            .retry("get_tuple", Some(&key), false, |conn| {
+                Box::pin(async move {
+                    let mut select = Select::new();
+                    select.and("c.thread_id = ", config.thread_id.clone())?;
+                    select.and("c.checkpoint_ns = ", config.checkpoint_ns.clone())?;
+                    if let Some(id) = &config.checkpoint_id {
+                        select.and("c.checkpoint_id = ", id.as_str().to_owned())?;
+                    }
+                    select.push(" ORDER BY c.checkpoint_id DESC LIMIT 1");
+                    self.fetch_all(conn, select.build(self.prepared)).await
+                })
             })
             .await?;
         match rows.first() {
@@ -1000,28 +1088,34 @@ impl CheckpointSaver for PostgresSaver {
                 checkpoint_id.as_str()
             )
         };
-        self.retry("put_writes", Some(&key), || {
-            self.execute(
-                self.query(sql::PUT_WRITES)
+        let (indexes, channels, tags, values) = (&indexes, &channels, &tags, &values);
+        self.retry("put_writes", Some(&key), true, |conn| {
+            Box::pin(async move {
+                let query = self
+                    .query(sql::PUT_WRITES)
                     .bind(&config.thread_id)
                     .bind(&config.checkpoint_ns)
                     .bind(checkpoint_id.as_str())
                     .bind(task_id)
                     .bind(task_path)
-                    .bind(&indexes)
-                    .bind(&channels)
-                    .bind(&tags)
-                    .bind(&values),
-            )
+                    .bind(indexes)
+                    .bind(channels)
+                    .bind(tags)
+                    .bind(values);
+                self.execute(conn, query).await
+            })
         })
         .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        let threads = [thread_id.to_owned()];
+        let threads = &[thread_id.to_owned()];
         let key = || format!("thread {thread_id:?}");
-        self.retry("delete_thread", Some(&key), || {
-            self.execute(self.query(sql::DELETE_THREADS).bind(&threads[..]))
+        self.retry("delete_thread", Some(&key), true, |conn| {
+            Box::pin(async move {
+                let query = self.query(sql::DELETE_THREADS).bind(&threads[..]);
+                self.execute(conn, query).await
+            })
         })
         .await
     }
@@ -1039,8 +1133,11 @@ impl CheckpointSaver for PostgresSaver {
             return Ok(());
         }
         let key = || format!("thread {source:?} to {target:?}");
-        self.retry("copy_thread", Some(&key), || {
-            self.execute(self.query(sql::COPY_THREAD).bind(source).bind(target))
+        self.retry("copy_thread", Some(&key), true, |conn| {
+            Box::pin(async move {
+                let query = self.query(sql::COPY_THREAD).bind(source).bind(target);
+                self.execute(conn, query).await
+            })
         })
         .await
     }
@@ -1051,8 +1148,11 @@ impl CheckpointSaver for PostgresSaver {
         }
         match strategy {
             PruneStrategy::Delete => {
-                self.retry("prune", None, || {
-                    self.execute(self.query(sql::DELETE_THREADS).bind(thread_ids))
+                self.retry("prune", None, true, |conn| {
+                    Box::pin(async move {
+                        let query = self.query(sql::DELETE_THREADS).bind(thread_ids);
+                        self.execute(conn, query).await
+                    })
                 })
                 .await
             }
@@ -1076,6 +1176,27 @@ mod tests {
 
     fn filter(value: serde_json::Value) -> MetadataFilter {
         MetadataFilter::new(value.as_object().cloned().unwrap_or_default()).unwrap()
+    }
+
+    /// A pool that never connects (nothing listens on port 1).
+    fn idle_pool() -> PgPool {
+        PgPoolOptions::new().connect_lazy_with(PgConnectOptions::new().host("127.0.0.1").port(1))
+    }
+
+    #[tokio::test]
+    async fn the_statement_timeout_is_on_by_default_and_can_be_turned_off() {
+        let saver = PostgresSaver::from_pool(idle_pool());
+        let limit = |saver: &PostgresSaver| saver.limits().statement_timeout;
+        assert_eq!(limit(&saver), Some(Duration::from_secs(30)));
+        let short = saver
+            .clone()
+            .with_statement_timeout(Duration::from_millis(250));
+        assert_eq!(limit(&short), Some(Duration::from_millis(250)));
+        assert_eq!(limit(&short.clone().with_statement_timeout(None)), None);
+        assert_eq!(limit(&short.with_statement_timeout(Duration::ZERO)), None);
+        let retries = saver.with_max_attempts(0).limits();
+        assert_eq!(retries.max_attempts, 1, "at least one attempt");
+        assert_eq!(retries.statement_timeout, Some(Duration::from_secs(30)));
     }
 
     #[test]

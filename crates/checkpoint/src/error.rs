@@ -1,5 +1,7 @@
 //! Errors of checkpoint savers.
 
+use std::time::Duration;
+
 use stategraph_core::{CheckpointId, ErrorKind, ValueError};
 
 use crate::ChannelVersion;
@@ -104,6 +106,18 @@ pub enum Error {
         /// The version the checkpoint lists for the channel.
         version: ChannelVersion,
     },
+    /// The operation did not finish within its time limit (a statement the
+    /// database cancelled, or a backend that stopped answering).
+    #[error("{operation} timed out after {limit:?}: {source}")]
+    Timeout {
+        /// The saver operation.
+        operation: &'static str,
+        /// The limit that was reached.
+        limit: Duration,
+        /// What ran out of time: the backend's own error, or an explanation.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The storage backend failed.
     #[error("{operation} failed: {source}")]
     Backend {
@@ -127,6 +141,7 @@ impl Error {
             // request (`InvalidInput`) nor of a value's encoding
             // (`Serialization`); corrupt rows are `Backend` errors too.
             Self::Integrity { .. } | Self::Backend { .. } => ErrorKind::Backend,
+            Self::Timeout { .. } => ErrorKind::Timeout,
         }
     }
 

@@ -1,5 +1,7 @@
 //! The error type of stores.
 
+use std::time::Duration;
+
 use stategraph_core::ErrorKind;
 
 /// A `Result` with this crate's [`enum@StoreError`].
@@ -73,6 +75,22 @@ pub enum StoreError {
         /// What the embedder returned.
         got: usize,
     },
+    /// An operation did not finish within its time limit (a statement the
+    /// database cancelled, or a database that stopped answering).
+    #[error("{store} {operation} timed out after {limit:?}: {message}")]
+    Timeout {
+        /// The store.
+        store: &'static str,
+        /// The operation (`batch`, `sweep_expired`, ...).
+        operation: &'static str,
+        /// The limit that was reached.
+        limit: Duration,
+        /// What happened.
+        message: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The backing database failed.
     #[error("{store} failed: {message}")]
     Backend {
@@ -98,6 +116,7 @@ impl StoreError {
             | Self::Dimensions { .. } => ErrorKind::InvalidInput,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Embedding(err) => err.kind(),
+            Self::Timeout { .. } => ErrorKind::Timeout,
             Self::Backend { .. } => ErrorKind::Backend,
         }
     }

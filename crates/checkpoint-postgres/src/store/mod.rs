@@ -4,19 +4,22 @@ use stategraph_store::sql as plan;
 mod sql;
 
 use std::fmt;
-use std::future::Future;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::Utc;
+use futures::future::BoxFuture;
 use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::{Connection, PgConnection};
 use stategraph_store::{
     Clock, IndexConfig, Op, OpResult, Result, Store, StoreCapabilities, StoreError, TtlConfig,
 };
 
 use crate::PostgresSaver;
-use crate::error::is_transient;
-use crate::saver::{backoff, connect_pool};
+use crate::attempt::{self, DEADLINE_GRACE, Lent, Limits, Stop};
+use crate::error::reached_limit;
+use crate::saver::connect_pool;
 
 /// The store's name in errors.
 const NAME: &str = "PostgresStore";
@@ -47,6 +50,9 @@ const NAME: &str = "PostgresStore";
 ///   retried whole, up to [`with_max_attempts`](Self::with_max_attempts).
 ///   A batch that writes and loses the answer to its `COMMIT` is not
 ///   retried (its reads might then see its own writes); the error says so.
+/// - **Time limits** as [`PostgresSaver`]: a statement timeout (30 s by
+///   default) the server enforces, and a client-side deadline a second
+///   later; see [`with_statement_timeout`](Self::with_statement_timeout).
 /// - Times are stored as nanoseconds since the Unix epoch, so the clock
 ///   must read between the years 1677 and 2262
 ///   ([`StoreError::Unsupported`] otherwise).
@@ -56,7 +62,7 @@ const NAME: &str = "PostgresStore";
 pub struct PostgresStore {
     pool: PgPool,
     prepared: bool,
-    max_attempts: u32,
+    limits: Limits,
     index: Option<IndexConfig>,
     ttl: Option<TtlConfig>,
     clock: Clock,
@@ -67,30 +73,20 @@ impl fmt::Debug for PostgresStore {
         f.debug_struct("PostgresStore")
             .field("pool_size", &self.pool.size())
             .field("prepared_statements", &self.prepared)
-            .field("max_attempts", &self.max_attempts)
+            .field("max_attempts", &self.limits.max_attempts)
+            .field("statement_timeout", &self.limits.statement_timeout)
             .field("index", &self.index)
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
 }
 
-/// Why one attempt of a batch failed.
-pub(crate) enum Failure {
-    /// The database failed; retried when transient.
-    Db(sqlx::Error),
-    /// `COMMIT` failed: the transaction may or may not have committed.
-    Commit(sqlx::Error),
-    /// A store-level failure (corrupt data): final.
-    Store(StoreError),
-}
+/// Why one attempt of a batch failed (a store-level failure, such as
+/// corrupt data, is `Failure::Final`).
+pub(crate) type Failure = attempt::Failure<StoreError>;
 
-impl From<sqlx::Error> for Failure {
-    fn from(err: sqlx::Error) -> Self {
-        Self::Db(err)
-    }
-}
-
-pub(crate) type Attempt<T> = std::result::Result<T, Failure>;
+/// The result of one attempt of a store operation.
+pub(crate) type Attempt<T> = attempt::Attempt<T, StoreError>;
 
 /// A sqlx failure as the store's error.
 fn db(err: sqlx::Error) -> StoreError {
@@ -128,19 +124,23 @@ impl PostgresStore {
         Self {
             pool,
             prepared: false,
-            max_attempts: PostgresSaver::DEFAULT_MAX_ATTEMPTS,
+            limits: Limits {
+                max_attempts: PostgresSaver::DEFAULT_MAX_ATTEMPTS,
+                statement_timeout: Some(PostgresSaver::DEFAULT_STATEMENT_TIMEOUT),
+            },
             index: None,
             ttl: None,
             clock: Arc::new(Utc::now),
         }
     }
 
-    /// A store on the pool of `saver`, with its statement and retry
+    /// A store on the pool of `saver`, with its statement, retry and time
     /// settings.
     pub fn from_saver(saver: &PostgresSaver) -> Self {
-        Self::from_pool(saver.pool().clone())
-            .with_prepared_statements(saver.prepared_statements())
-            .with_max_attempts(saver.max_attempts())
+        let mut store = Self::from_pool(saver.pool().clone())
+            .with_prepared_statements(saver.prepared_statements());
+        store.limits = saver.limits();
+        store
     }
 
     /// Adds a semantic index: puts embed the configured fields, searches
@@ -178,7 +178,25 @@ impl PostgresStore {
     /// `COMMIT` (default 5, at least 1), with exponential backoff from 10 ms.
     #[must_use]
     pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
+        self.limits.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Bounds every batch and sweep in time (default
+    /// [`PostgresSaver::DEFAULT_STATEMENT_TIMEOUT`], 30 s); `None` or
+    /// [`Duration::ZERO`] turns both limits off. As for
+    /// [`PostgresSaver::with_statement_timeout`]: every transaction sets
+    /// `SET LOCAL statement_timeout`, so the server cancels a longer
+    /// statement, and a batch with no answer
+    /// [`PostgresSaver::DEADLINE_GRACE`] (1 s) after the timeout is
+    /// abandoned and its connection closed. A single-key get runs outside
+    /// a transaction and has only the client limit. Either way the batch
+    /// fails with [`StoreError::Timeout`] (`ErrorKind::Timeout`) and is
+    /// not retried; an abandoned batch that writes may or may not have
+    /// committed.
+    #[must_use]
+    pub fn with_statement_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.limits.statement_timeout = Limits::statement_timeout(timeout.into());
         self
     }
 
@@ -201,7 +219,7 @@ impl PostgresStore {
     /// a newer version of this crate.
     pub async fn setup(&self) -> Result<()> {
         PostgresSaver::from_pool(self.pool.clone())
-            .with_max_attempts(self.max_attempts)
+            .with_max_attempts(self.limits.max_attempts)
             .setup()
             .await
             .map_err(|err| StoreError::backend(NAME, err))
@@ -233,16 +251,18 @@ impl PostgresStore {
             // Deleting expired rows again is harmless, so a lost COMMIT
             // answer is retried too (the count may then miss that batch).
             let deleted = self
-                .retry("sweep_expired", true, || async {
-                    let mut tx = self.pool.begin().await?;
-                    let done = sqlx::query(sql::SWEEP)
-                        .persistent(self.prepared)
-                        .bind(now)
-                        .bind(sql::SWEEP_BATCH)
-                        .execute(&mut *tx)
-                        .await?;
-                    tx.commit().await.map_err(Failure::Commit)?;
-                    Ok(done.rows_affected())
+                .retry("sweep_expired", true, true, |conn| {
+                    Box::pin(async move {
+                        let mut tx = self.begin(conn, "BEGIN").await?;
+                        let done = sqlx::query(sql::SWEEP)
+                            .persistent(self.prepared)
+                            .bind(now)
+                            .bind(sql::SWEEP_BATCH)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await.map_err(Failure::Commit)?;
+                        Ok(done.rows_affected())
+                    })
                 })
                 .await?;
             swept += usize::try_from(deleted).unwrap_or(usize::MAX);
@@ -252,42 +272,85 @@ impl PostgresStore {
         }
     }
 
-    /// Runs attempts while they fail transiently; a lost `COMMIT` answer is
-    /// retried only when `commit_idempotent`.
-    async fn retry<T, F, Fut>(
-        &self,
+    /// Runs attempts on pooled connections while they fail transiently,
+    /// within the operation's time limit; a lost `COMMIT` answer is
+    /// retried only when `commit_idempotent`. `writes`: whether the
+    /// operation changes the database (an abandoned write may have
+    /// committed, and its error says so).
+    async fn retry<'s, T>(
+        &'s self,
         operation: &'static str,
         commit_idempotent: bool,
-        mut attempt: F,
-    ) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Attempt<T>>,
-    {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let err = match attempt().await {
-                Ok(value) => return Ok(value),
-                Err(Failure::Store(err)) => return Err(err),
-                Err(Failure::Commit(err)) if !commit_idempotent => {
-                    return Err(StoreError::Backend {
+        writes: bool,
+        attempt: impl for<'c> FnMut(&'c mut Lent<'s>) -> BoxFuture<'c, Attempt<T>>,
+    ) -> Result<T> {
+        let stop = match attempt::run(
+            &self.pool,
+            self.limits,
+            operation,
+            commit_idempotent,
+            attempt,
+        )
+        .await
+        {
+            Ok(value) => return Ok(value),
+            Err(stop) => stop,
+        };
+        Err(match stop {
+            Stop::Final(err) => err,
+            Stop::Deadline { limit } => StoreError::Timeout {
+                store: NAME,
+                operation,
+                limit,
+                message: format!(
+                    "no answer from PostgreSQL within the statement timeout plus \
+                     {DEADLINE_GRACE:?}, so its connection was closed{}",
+                    if writes {
+                        "; the batch may or may not have been committed"
+                    } else {
+                        ""
+                    }
+                ),
+                source: None,
+            },
+            Stop::Db { error, commit } => {
+                let acquire_timeout = self.pool.options().get_acquire_timeout();
+                // Only a batch whose COMMIT is not retried can end here
+                // with its outcome unknown.
+                let unknown = commit && !commit_idempotent;
+                let lost = if unknown {
+                    "the answer to COMMIT was lost, so the batch may or may not have been \
+                     applied: "
+                } else {
+                    ""
+                };
+                match reached_limit(&error, self.limits.statement_timeout, acquire_timeout) {
+                    Some(limit) => StoreError::Timeout {
                         store: NAME,
-                        message: format!(
-                            "the answer to COMMIT was lost, so the batch may or may not have \
-                             been applied: {err}"
-                        ),
-                        source: Some(Box::new(err)),
-                    });
+                        operation,
+                        limit,
+                        message: format!("{lost}{error}"),
+                        source: Some(Box::new(error)),
+                    },
+                    None if unknown => StoreError::Backend {
+                        store: NAME,
+                        message: format!("{lost}{error}"),
+                        source: Some(Box::new(error)),
+                    },
+                    None => db(error),
                 }
-                Err(Failure::Db(err) | Failure::Commit(err)) => err,
-            };
-            if tries < self.max_attempts && is_transient(&err) {
-                backoff(operation, tries, &err).await;
-                continue;
             }
-            return Err(db(err));
-        }
+        })
+    }
+
+    /// Starts a transaction on `conn` with `begin` (`BEGIN ...`) and the
+    /// statement timeout.
+    async fn begin<'c>(
+        &self,
+        conn: &'c mut PgConnection,
+        begin: &'static str,
+    ) -> std::result::Result<sqlx::Transaction<'c, sqlx::Postgres>, sqlx::Error> {
+        conn.begin_with(self.limits.begin(begin)).await
     }
 }
 
@@ -315,23 +378,25 @@ impl Store for PostgresStore {
         // One read is one statement: no transaction around it (a third of
         // the round trips).
         let single_read = !plan.writes && matches!(plan.steps[..], [plan::Step::Get { .. }]);
-        self.retry("batch", !plan.writes, || async {
-            if single_read {
-                let mut conn = self.pool.acquire().await?;
+        let plan = &plan;
+        self.retry("batch", !plan.writes, plan.writes, |conn| {
+            Box::pin(async move {
+                if single_read {
+                    let mut batch = sql::Batch {
+                        conn,
+                        prepared: self.prepared,
+                    };
+                    return batch.run(plan).await;
+                }
+                let mut tx = self.begin(conn, begin).await?;
                 let mut batch = sql::Batch {
-                    conn: &mut conn,
+                    conn: &mut tx,
                     prepared: self.prepared,
                 };
-                return batch.run(&plan).await;
-            }
-            let mut tx = self.pool.begin_with(begin).await?;
-            let mut batch = sql::Batch {
-                conn: &mut tx,
-                prepared: self.prepared,
-            };
-            let results = batch.run(&plan).await?;
-            tx.commit().await.map_err(Failure::Commit)?;
-            Ok(results)
+                let results = batch.run(plan).await?;
+                tx.commit().await.map_err(Failure::Commit)?;
+                Ok(results)
+            })
         })
         .await
     }
@@ -341,5 +406,28 @@ impl Store for PostgresStore {
         capabilities.vector_search = self.index.is_some();
         capabilities.ttl = self.ttl.is_some();
         capabilities
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_store_takes_the_time_limits_of_its_saver_or_its_own() {
+        // A pool that never connects (nothing listens on port 1).
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy_with(PgConnectOptions::new().host("127.0.0.1").port(1));
+        let saver = PostgresSaver::from_pool(pool.clone())
+            .with_statement_timeout(Duration::from_secs(5))
+            .with_max_attempts(2);
+        assert_eq!(PostgresStore::from_saver(&saver).limits, saver.limits());
+        let store = PostgresStore::from_pool(pool);
+        let default = Some(PostgresSaver::DEFAULT_STATEMENT_TIMEOUT);
+        assert_eq!(store.limits.statement_timeout, default);
+        assert_eq!(
+            store.with_statement_timeout(None).limits.statement_timeout,
+            None
+        );
     }
 }

@@ -163,7 +163,7 @@ fn corrupt(
         String::from_utf8_lossy(namespace),
         String::from_utf8_lossy(key),
     );
-    Failure::Store(stategraph_store::sql::corrupt(
+    Failure::Final(stategraph_store::sql::corrupt(
         NAME, &namespace, &key, what, source,
     ))
 }
@@ -238,7 +238,7 @@ impl Batch<'_> {
                         if !has_prefix(&namespace, prefix) {
                             continue;
                         }
-                        let value = row.value(NAME).map_err(Failure::Store)?;
+                        let value = row.value(NAME).map_err(Failure::Final)?;
                         if filter.matches(&value) {
                             passed.push((row, namespace, value));
                         }
@@ -389,7 +389,7 @@ impl Batch<'_> {
                 .execute(&mut *self.conn)
                 .await?;
         }
-        let value = row.value(NAME).map_err(Failure::Store)?;
+        let value = row.value(NAME).map_err(Failure::Final)?;
         Ok(Some(row.item(namespace.clone(), value)))
     }
 

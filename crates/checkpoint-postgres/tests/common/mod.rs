@@ -3,6 +3,8 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod proxy;
+
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -52,6 +54,11 @@ impl Schema {
         })
     }
 
+    /// The connection options of the test server.
+    pub(crate) fn options(&self) -> PgConnectOptions {
+        PgConnectOptions::from_str(&self.url).unwrap()
+    }
+
     /// A pool whose connections use this schema, reporting
     /// `application_name` when given.
     pub(crate) async fn pool(
@@ -59,10 +66,20 @@ impl Schema {
         max_connections: u32,
         application_name: Option<&str>,
     ) -> PgPool {
-        let mut options = PgConnectOptions::from_str(&self.url).unwrap();
+        let mut options = self.options();
         if let Some(name) = application_name {
             options = options.application_name(name);
         }
+        self.pool_with(options, max_connections).await
+    }
+
+    /// A pool of at most `max_connections` connections made with `options`
+    /// (another host or port, such as a proxy's), using this schema.
+    pub(crate) async fn pool_with(
+        self: &Arc<Self>,
+        options: PgConnectOptions,
+        max_connections: u32,
+    ) -> PgPool {
         let schema = Arc::clone(self);
         PostgresSaver::pool_options()
             .max_connections(max_connections)
@@ -120,4 +137,17 @@ pub(crate) async fn admin_pool(url: &str) -> PgPool {
         .connect(url)
         .await
         .unwrap()
+}
+
+/// Waits until every connection of `pool` is back in it, idle. sqlx hands a
+/// connection back in a background task, after a ping; a test that cuts the
+/// network waits for that first, or the ping would hang with it.
+pub(crate) async fn wait_until_idle(pool: &PgPool) {
+    for _ in 0..400 {
+        if u32::try_from(pool.num_idle()).is_ok_and(|idle| idle == pool.size()) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the pool's connections did not come back");
 }

@@ -2,8 +2,8 @@
 //! the shared store cases and the differential run against
 //! `InMemoryStore` (a fresh schema per store), and what only PostgreSQL
 //! shows: atomicity of a batch failing in the server, setup shared with the
-//! saver, bounded sweeps, concurrent writers of one key, and a
-//! transaction-mode pooler. One test binary for all of it.
+//! saver, bounded sweeps, concurrent writers of one key, a transaction-mode
+//! pooler, and time limits (`timeouts`). One test binary for all of it.
 //!
 //! Each test needs `STATEGRAPH_TEST_POSTGRES_URL` (`cargo xtask
 //! with-postgres -- cargo test -p stategraph-checkpoint-postgres` sets it);
@@ -17,6 +17,7 @@
 mod common;
 
 mod conformance;
+mod timeouts;
 
 use serde_json::json;
 use stategraph_checkpoint_postgres::sqlx::{self, AssertSqlSafe};
