@@ -51,7 +51,7 @@ struct State<'a> {
     refused: &'a Cell<Option<Refusal>>,
 }
 
-impl State<'_> {
+impl<'a> State<'a> {
     fn refuse<E: ser::Error>(self, refusal: Refusal) -> E {
         self.refused.set(Some(refusal));
         match refusal {
@@ -71,8 +71,24 @@ impl State<'_> {
         Ok(())
     }
 
-    fn leave(self) {
-        self.depth.set(self.depth.get().saturating_sub(1));
+    /// Leaves `levels` levels.
+    fn close(self, levels: usize) {
+        self.depth.set(self.depth.get().saturating_sub(levels));
+    }
+
+    /// Enters `levels` levels, then opens the compound.
+    fn open<C, E: ser::Error>(
+        self,
+        levels: usize,
+        open: impl FnOnce() -> Result<C, E>,
+    ) -> Result<Compound<'a, C>, E> {
+        for _ in 0..levels {
+            self.enter()?;
+        }
+        Ok(Compound {
+            inner: open()?,
+            state: self,
+        })
     }
 }
 
@@ -208,26 +224,18 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
         let out =
             self.inner
                 .serialize_newtype_variant(name, index, variant, &Guarded { value, state });
-        state.leave();
+        state.close(1);
         out
     }
 
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
-        self.state.enter()?;
-        let inner = self.inner.serialize_seq(len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
-        })
+        let Self { inner, state } = self;
+        state.open(1, || inner.serialize_seq(len))
     }
 
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
-        self.state.enter()?;
-        let inner = self.inner.serialize_tuple(len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
-        })
+        let Self { inner, state } = self;
+        state.open(1, || inner.serialize_tuple(len))
     }
 
     fn serialize_tuple_struct(
@@ -235,12 +243,8 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleStruct, S::Error> {
-        self.state.enter()?;
-        let inner = self.inner.serialize_tuple_struct(name, len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
-        })
+        let Self { inner, state } = self;
+        state.open(1, || inner.serialize_tuple_struct(name, len))
     }
 
     fn serialize_tuple_variant(
@@ -250,25 +254,16 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleVariant, S::Error> {
-        // `{"variant": [..]}`: two levels, left together at `end`.
-        self.state.enter()?;
-        self.state.enter()?;
-        let inner = self
-            .inner
-            .serialize_tuple_variant(name, index, variant, len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
+        // `{"variant": [..]}`: two levels.
+        let Self { inner, state } = self;
+        state.open(2, || {
+            inner.serialize_tuple_variant(name, index, variant, len)
         })
     }
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
-        self.state.enter()?;
-        let inner = self.inner.serialize_map(len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
-        })
+        let Self { inner, state } = self;
+        state.open(1, || inner.serialize_map(len))
     }
 
     fn serialize_struct(
@@ -276,12 +271,8 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
-        self.state.enter()?;
-        let inner = self.inner.serialize_struct(name, len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
-        })
+        let Self { inner, state } = self;
+        state.open(1, || inner.serialize_struct(name, len))
     }
 
     fn serialize_struct_variant(
@@ -291,14 +282,10 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStructVariant, S::Error> {
-        self.state.enter()?;
-        self.state.enter()?;
-        let inner = self
-            .inner
-            .serialize_struct_variant(name, index, variant, len)?;
-        Ok(Compound {
-            inner,
-            state: self.state,
+        // `{"variant": {..}}`: two levels.
+        let Self { inner, state } = self;
+        state.open(2, || {
+            inner.serialize_struct_variant(name, index, variant, len)
         })
     }
 
@@ -307,66 +294,60 @@ impl<'a, S: Serializer> Serializer for Guard<'a, S> {
     }
 }
 
-impl<C: ser::SerializeSeq> ser::SerializeSeq for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
+/// A compound whose entries are values alone, `levels` deep.
+macro_rules! compound_of_values {
+    ($trait:ident, $method:ident, $levels:literal) => {
+        impl<C: ser::$trait> ser::$trait for Compound<'_, C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_element(&Guarded { value, state })
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
+                let state = self.state;
+                self.inner.$method(&Guarded { value, state })
+            }
 
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.inner.end()
-    }
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.state.close($levels);
+                self.inner.end()
+            }
+        }
+    };
 }
 
-impl<C: ser::SerializeTuple> ser::SerializeTuple for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
+/// A compound whose entries are named fields, `levels` deep.
+macro_rules! compound_of_fields {
+    ($trait:ident, $levels:literal) => {
+        impl<C: ser::$trait> ser::$trait for Compound<'_, C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_element(&Guarded { value, state })
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), C::Error> {
+                let state = self.state;
+                self.inner.serialize_field(key, &Guarded { value, state })
+            }
 
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.inner.end()
-    }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+                self.inner.skip_field(key)
+            }
+
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.state.close($levels);
+                self.inner.end()
+            }
+        }
+    };
 }
 
-impl<C: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_field(&Guarded { value, state })
-    }
-
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.inner.end()
-    }
-}
-
-impl<C: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_field(&Guarded { value, state })
-    }
-
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.state.leave();
-        self.inner.end()
-    }
-}
+compound_of_values!(SerializeSeq, serialize_element, 1);
+compound_of_values!(SerializeTuple, serialize_element, 1);
+compound_of_values!(SerializeTupleStruct, serialize_field, 1);
+compound_of_values!(SerializeTupleVariant, serialize_field, 2);
+compound_of_fields!(SerializeStruct, 1);
+compound_of_fields!(SerializeStructVariant, 2);
 
 impl<C: ser::SerializeMap> ser::SerializeMap for Compound<'_, C> {
     type Ok = C::Ok;
@@ -383,54 +364,7 @@ impl<C: ser::SerializeMap> ser::SerializeMap for Compound<'_, C> {
     }
 
     fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.inner.end()
-    }
-}
-
-impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_field(key, &Guarded { value, state })
-    }
-
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner.skip_field(key)
-    }
-
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.inner.end()
-    }
-}
-
-impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<'_, C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), C::Error> {
-        let state = self.state;
-        self.inner.serialize_field(key, &Guarded { value, state })
-    }
-
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner.skip_field(key)
-    }
-
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.state.leave();
-        self.state.leave();
+        self.state.close(1);
         self.inner.end()
     }
 }
