@@ -10,7 +10,7 @@ use crate::index::{NormedQuery, NormedVector};
 use crate::query::{by_score, has_prefix, list_namespaces};
 use crate::{
     Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
-    StoreCapabilities, StoreError, Ttl, validate_namespace, validate_value,
+    StoreCapabilities, StoreError, Ttl, refuse_deep_values, validate_namespace,
 };
 
 /// Where a store reads the time (tests pass a clock they move by hand).
@@ -255,7 +255,6 @@ impl InMemoryStore {
                 Op::Get(get) => validate_namespace(&get.namespace)?,
                 Op::Put(op) => {
                     validate_namespace(&op.namespace)?;
-                    validate_value(op)?;
                     let ttl = TtlConfig::ttl_of(self.ttl.as_ref(), op.ttl, NAME)?;
                     let start = texts.len();
                     if let (Some(index), Some(value)) = (&self.index, &op.value) {
@@ -519,6 +518,7 @@ fn refresh(entry: &mut Entry, now: DateTime<Utc>) {
 
 impl Store for InMemoryStore {
     async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        refuse_deep_values(&mut ops)?;
         let (puts, queries) = self.prepare(&mut ops).await?;
         let now = (self.clock)();
         let omit = self.omit_expired();

@@ -9,7 +9,7 @@ use stategraph_core::JsonMap;
 
 use crate::{
     Clock, Filter, IndexConfig, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
-    StoreError, TtlConfig, validate_namespace, validate_value,
+    StoreError, TtlConfig, refuse_deep_values, validate_namespace,
 };
 use chrono::{DateTime, Utc};
 
@@ -297,7 +297,8 @@ impl Settings<'_> {
 /// What `InMemoryStore` returns for the same ops: an invalid namespace or
 /// filter, a TTL on a store without expiry, an embedder failure; and
 /// [`StoreError::Unsupported`] for a clock outside the years 1677..2262.
-pub async fn prepare(ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> {
+pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> {
+    refuse_deep_values(&mut ops)?;
     let mut steps = Vec::with_capacity(ops.len());
     let mut texts: Vec<String> = Vec::new();
     // Per step: the range of `texts` a put embeds.
@@ -319,7 +320,6 @@ pub async fn prepare(ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> {
             }
             Op::Put(put) => {
                 validate_namespace(&put.namespace)?;
-                validate_value(&put)?;
                 let ttl = TtlConfig::ttl_of(settings.ttl, put.ttl, settings.store)?;
                 writes = true;
                 let write = match &put.value {

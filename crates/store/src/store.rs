@@ -158,10 +158,14 @@ fn owned(namespace: &[&str]) -> Namespace {
 fn object(namespace: Namespace, key: &str, value: Json) -> Result<stategraph_core::JsonMap> {
     match value {
         Json::Object(map) => Ok(map),
-        _ => Err(StoreError::NotAnObject {
-            namespace,
-            key: key.to_owned(),
-        }),
+        other => {
+            // Refused, it may be arbitrarily deep: drop it without recursion.
+            stategraph_core::json::drop_deep(other);
+            Err(StoreError::NotAnObject {
+                namespace,
+                key: key.to_owned(),
+            })
+        }
     }
 }
 

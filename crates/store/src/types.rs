@@ -385,6 +385,28 @@ pub fn validate_value(put: &PutOp) -> Result<()> {
     Ok(())
 }
 
+/// [`validate_value`] for every put of a batch, before any of it runs:
+/// each value too deep is taken out and dropped without recursion (a value
+/// tens of thousands of levels deep would overflow the stack when dropped
+/// the ordinary way), and the first one's error is returned.
+///
+/// # Errors
+/// [`StoreError::ValueTooDeep`].
+pub fn refuse_deep_values(ops: &mut [Op]) -> Result<()> {
+    let mut first = None;
+    for op in ops {
+        if let Op::Put(put) = op
+            && let Err(err) = validate_value(put)
+        {
+            if let Some(value) = put.value.take() {
+                stategraph_core::json::drop_deep(serde_json::Value::Object(value));
+            }
+            first.get_or_insert(err);
+        }
+    }
+    first.map_or(Ok(()), Err)
+}
+
 /// [`validate_namespace`] plus the rule of user writes: the root label
 /// `langgraph` is reserved for the system.
 ///
