@@ -17,7 +17,7 @@ use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
     CheckpointSaver, CheckpointTuple, Error, ListQuery, MetadataFilter, PendingWrite,
-    PruneStrategy, Result, SaverCapabilities, Value, write_index,
+    PruneStrategy, Result, SaverCapabilities, Value, limits, write_index,
 };
 
 use crate::attempt::{self, Failure, Lent, Limits, Stop};
@@ -483,6 +483,7 @@ impl PostgresSaver {
         require_head: bool,
     ) -> Result<CheckpointConfig> {
         let operation = if require_head { "put_if_head" } else { "put" };
+        limits::check_put(operation, config, &checkpoint, &metadata, &new_versions)?;
         Error::check_child_order(operation, config, &checkpoint.id)?;
         let put = PreparedPut::new(
             &*self.serializer,
@@ -778,7 +779,7 @@ impl<'a> Listing<'a> {
             done: query.limit == Some(0),
             query,
         };
-        match listing.query.metadata_filter() {
+        match limits::check_query(&listing.query).and_then(|()| listing.query.metadata_filter()) {
             Ok(filter) => {
                 listing.contains = containment(&filter);
                 listing.filter = filter;
@@ -987,6 +988,7 @@ impl CheckpointSaver for PostgresSaver {
     }
 
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        limits::check_config("get_tuple", config)?;
         let key = || format!("thread {:?}", config.thread_id);
         let rows = self
             .retry("get_tuple", Some(&key), false, |conn| {
@@ -1044,6 +1046,7 @@ impl CheckpointSaver for PostgresSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
+        limits::check_writes(config, &writes, task_id, task_path)?;
         let Some(checkpoint_id) = &config.checkpoint_id else {
             return Err(Error::InvalidInput {
                 operation: "put_writes",
@@ -1109,6 +1112,7 @@ impl CheckpointSaver for PostgresSaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        limits::check_thread_ids("delete_thread", [thread_id])?;
         let threads = &[thread_id.to_owned()];
         let key = || format!("thread {thread_id:?}");
         self.retry("delete_thread", Some(&key), true, |conn| {
@@ -1124,11 +1128,13 @@ impl CheckpointSaver for PostgresSaver {
         if run_ids.is_empty() {
             return Ok(());
         }
-        self.delete_and_collect("delete_for_runs", sql::DELETE_RUNS, run_ids, true)
+        let run_ids = limits::stored_run_ids(run_ids);
+        self.delete_and_collect("delete_for_runs", sql::DELETE_RUNS, &run_ids, true)
             .await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        limits::check_thread_ids("copy_thread", [source, target])?;
         if source == target {
             return Ok(());
         }
@@ -1143,6 +1149,7 @@ impl CheckpointSaver for PostgresSaver {
     }
 
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        limits::check_thread_ids("prune", thread_ids.iter().map(String::as_str))?;
         if thread_ids.is_empty() {
             return Ok(());
         }

@@ -41,6 +41,18 @@ mod postgres {
     }
 
     stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune, put_if_head]);
+
+    /// CP-LIM-06, once per backend: it moves 64 MiB of metadata.
+    #[tokio::test]
+    async fn metadata_size_limit() {
+        stategraph_conformance::limits::metadata_size_limit(&factory().await).await;
+    }
+
+    /// CP-LIM-07, once per backend: it moves 64 MiB values.
+    #[tokio::test]
+    async fn serialized_value_size_limit() {
+        stategraph_conformance::limits::serialized_value_size_limit(&factory().await).await;
+    }
 }
 
 /// Named, cached prepared statements (direct connections).

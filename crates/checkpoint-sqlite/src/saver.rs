@@ -9,6 +9,7 @@ use futures::stream::{self, Stream};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
     CheckpointTuple, ListQuery, MetadataFilter, PruneStrategy, Result, SaverCapabilities, Value,
+    limits,
 };
 
 use crate::error::backend;
@@ -114,6 +115,7 @@ impl SqliteSaver {
     ) -> Result<CheckpointConfig> {
         let config = config.clone();
         let operation = if require_head { "put_if_head" } else { "put" };
+        limits::check_put(operation, &config, &checkpoint, &metadata, &new_versions)?;
         stategraph_checkpoint::Error::check_child_order(operation, &config, &checkpoint.id)?;
         self.blocking(operation, move |db| {
             // Serialize here, on the blocking pool, not on the async executor.
@@ -146,6 +148,7 @@ impl CheckpointSaver for SqliteSaver {
     }
 
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        limits::check_config("get_tuple", config)?;
         let config = config.clone();
         self.blocking("get_tuple", move |db| {
             db.read(|conn| ops::get_tuple(conn, &config))
@@ -154,14 +157,16 @@ impl CheckpointSaver for SqliteSaver {
     }
 
     fn list(&self, query: ListQuery) -> impl Stream<Item = Result<CheckpointTuple>> + Send + '_ {
-        let start = query.metadata_filter().map(|filter| Listing {
-            db: self.db.clone(),
-            remaining: query.limit.unwrap_or(usize::MAX),
-            query: Arc::new((query, filter)),
-            cursor: None,
-            buffer: VecDeque::new(),
-            done: false,
-        });
+        let start = limits::check_query(&query)
+            .and_then(|()| query.metadata_filter())
+            .map(|filter| Listing {
+                db: self.db.clone(),
+                remaining: query.limit.unwrap_or(usize::MAX),
+                query: Arc::new((query, filter)),
+                cursor: None,
+                buffer: VecDeque::new(),
+                done: false,
+            });
         stream::unfold(Some(start), |state| async move {
             match state? {
                 Err(err) => Some((Err(err), None)),
@@ -202,6 +207,7 @@ impl CheckpointSaver for SqliteSaver {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
+        limits::check_writes(config, &writes, task_id, task_path)?;
         let config = config.clone();
         let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
         self.blocking("put_writes", move |db| {
@@ -215,6 +221,7 @@ impl CheckpointSaver for SqliteSaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        limits::check_thread_ids("delete_thread", [thread_id])?;
         let thread_id = thread_id.to_owned();
         self.blocking("delete_thread", move |db| {
             db.write(|conn| ops::delete_thread(conn, &thread_id))
@@ -226,7 +233,7 @@ impl CheckpointSaver for SqliteSaver {
         if run_ids.is_empty() {
             return Ok(());
         }
-        let run_ids = run_ids.to_vec();
+        let run_ids = limits::stored_run_ids(run_ids).into_owned();
         self.blocking("delete_for_runs", move |db| {
             db.write(|conn| ops::delete_for_runs(conn, &run_ids))
         })
@@ -234,6 +241,7 @@ impl CheckpointSaver for SqliteSaver {
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        limits::check_thread_ids("copy_thread", [source, target])?;
         let (source, target) = (source.to_owned(), target.to_owned());
         self.blocking("copy_thread", move |db| {
             db.write(|conn| ops::copy_thread(conn, &source, &target))
@@ -242,6 +250,7 @@ impl CheckpointSaver for SqliteSaver {
     }
 
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        limits::check_thread_ids("prune", thread_ids.iter().map(String::as_str))?;
         if thread_ids.is_empty() {
             return Ok(());
         }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use stategraph_core::limits::LimitError;
 use stategraph_core::{CheckpointId, ErrorKind, ValueError};
 
 use crate::ChannelVersion;
@@ -55,6 +56,17 @@ pub enum Error {
         checkpoint_id: String,
         /// The parent's id.
         parent: String,
+    },
+    /// An id, name or the metadata breaks the limit table
+    /// ([`stategraph_core::limits`]): refused by every saver before it
+    /// touches its storage.
+    #[error("{operation} failed: {limit}")]
+    Limit {
+        /// The saver operation.
+        operation: &'static str,
+        /// The limit broken, naming the text or value.
+        #[source]
+        limit: LimitError,
     },
     /// The saver does not implement this operation.
     #[error("{operation} is not supported by {saver}")]
@@ -133,7 +145,9 @@ impl Error {
     /// The kind of failure.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::InvalidFilterKey { .. } | Self::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Self::InvalidFilterKey { .. } | Self::InvalidInput { .. } | Self::Limit { .. } => {
+                ErrorKind::InvalidInput
+            }
             Self::Conflict { .. } | Self::IdBeforeParent { .. } => ErrorKind::Conflict,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Value { .. } | Self::UnknownTag { .. } => ErrorKind::Serialization,

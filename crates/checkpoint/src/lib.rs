@@ -3,6 +3,7 @@
 
 mod error;
 mod filter;
+pub mod limits;
 mod memory;
 mod saver;
 pub mod serde;

@@ -8,6 +8,7 @@ use dashmap::DashMap;
 use futures::stream::{self, Stream};
 use stategraph_core::{CheckpointId, Value};
 
+use crate::limits;
 use crate::serde::{Encoded, Serializer};
 use crate::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata,
@@ -182,7 +183,7 @@ impl InMemorySaver {
     /// The items of a listing: one per matching checkpoint, an `Err` for
     /// one that cannot be read; a single `Err` when the query is invalid.
     fn list_now(&self, query: &ListQuery) -> Vec<Result<CheckpointTuple>> {
-        let filter = match query.metadata_filter() {
+        let filter = match limits::check_query(query).and_then(|()| query.metadata_filter()) {
             Ok(filter) => filter,
             Err(err) => return vec![Err(err)],
         };
@@ -247,6 +248,7 @@ impl InMemorySaver {
         require_head: bool,
     ) -> Result<CheckpointConfig> {
         let operation = if require_head { "put_if_head" } else { "put" };
+        limits::check_put(operation, config, &checkpoint, &metadata, &new_versions)?;
         Error::check_child_order(operation, config, &checkpoint.id)?;
         let mut new_blobs = Vec::with_capacity(new_versions.len());
         for (channel, version) in &new_versions {
@@ -374,6 +376,7 @@ impl CheckpointSaver for InMemorySaver {
     }
 
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        limits::check_config("get_tuple", config)?;
         let Some(data) = self.inner.threads.get(&config.thread_id) else {
             return Ok(None);
         };
@@ -421,8 +424,9 @@ impl CheckpointSaver for InMemorySaver {
         config: &CheckpointConfig,
         writes: Vec<(String, Value)>,
         task_id: &str,
-        _task_path: &str,
+        task_path: &str,
     ) -> Result<()> {
+        limits::check_writes(config, &writes, task_id, task_path)?;
         let Some(checkpoint_id) = config.checkpoint_id.clone() else {
             return Err(Error::InvalidInput {
                 operation: "put_writes",
@@ -465,6 +469,7 @@ impl CheckpointSaver for InMemorySaver {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        limits::check_thread_ids("delete_thread", [thread_id])?;
         self.inner.threads.remove(thread_id);
         Ok(())
     }
@@ -473,6 +478,7 @@ impl CheckpointSaver for InMemorySaver {
         if run_ids.is_empty() {
             return Ok(());
         }
+        let run_ids = limits::stored_run_ids(run_ids);
         for mut entry in self.inner.threads.iter_mut() {
             entry.remove_checkpoints(|_, _, stored| {
                 stored
@@ -487,6 +493,7 @@ impl CheckpointSaver for InMemorySaver {
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        limits::check_thread_ids("copy_thread", [source, target])?;
         let Some(copy) = self.inner.threads.get(source).map(|data| data.clone()) else {
             return Ok(());
         };
@@ -507,6 +514,7 @@ impl CheckpointSaver for InMemorySaver {
     }
 
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        limits::check_thread_ids("prune", thread_ids.iter().map(String::as_str))?;
         for thread_id in thread_ids {
             match strategy {
                 PruneStrategy::Delete => {

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use stategraph_core::limits::MAX_VALUE_BYTES;
 use stategraph_core::{Value, ValueError};
 
 use crate::{Error, Result};
@@ -42,10 +43,11 @@ pub trait Serializer: Send + Sync + fmt::Debug + 'static {
 /// The default serializer: JSON text, tag `"json"`.
 ///
 /// Writes only what it can read back: a value holding a NaN or infinite
-/// float (JSON has none; serde_json would write `null`) or nesting deeper
-/// than [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels is refused
-/// with an [`Error::Value`] naming the channel. Keep such floats out of
-/// persisted state, or wrap them in a type that serializes them as text.
+/// float (JSON has none; serde_json would write `null`), nesting deeper
+/// than [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels or larger
+/// than [`MAX_VALUE_BYTES`] as JSON is refused with an [`Error::Value`]
+/// naming the channel. Keep such floats out of persisted state, or wrap
+/// them in a type that serializes them as text.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct JsonSerializer;
 
@@ -85,6 +87,17 @@ impl Serializer for JsonSerializer {
                     },
                 });
             }
+        }
+        // More than a backend is asked to hold in one value (PostgreSQL and
+        // SQLite refuse about a gigabyte with their own raw errors).
+        if bytes.len() > MAX_VALUE_BYTES {
+            return Err(Error::Value {
+                operation: "serialize",
+                channel: channel.to_owned(),
+                source: ValueError::TooLarge {
+                    limit: MAX_VALUE_BYTES,
+                },
+            });
         }
         Ok(Encoded {
             tag: Self::TAG.to_owned(),
@@ -173,6 +186,26 @@ mod tests {
             .loads("ch", "json", b"{\"a\": [1, }")
             .unwrap_err();
         assert!(err.to_string().contains("\"ch\""), "{err}");
+    }
+
+    #[test]
+    fn values_larger_than_the_limit_are_refused() {
+        // One byte over (the quotes take two); CP-LIM-07 stores one of the
+        // limit on every serializing saver.
+        let over = Value::new("x".repeat(MAX_VALUE_BYTES - 1));
+        let err = JsonSerializer.dumps("big", &over).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Value { channel, source: ValueError::TooLarge { limit }, .. }
+                    if channel == "big" && *limit == MAX_VALUE_BYTES
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "serialize failed for channel \"big\": value is larger than 67108864 bytes as JSON"
+        );
     }
 
     #[derive(serde::Serialize)]

@@ -264,23 +264,49 @@ impl CheckpointMetadata {
         self
     }
 
-    /// Removes NUL characters from every string, as PostgreSQL cannot store
-    /// them in JSONB. Every saver applies this on `put`, so metadata reads back
-    /// the same from every backend.
+    /// Removes NUL characters from every string and object key, as
+    /// PostgreSQL cannot store them in JSONB (LangGraph strips them too).
+    /// Every saver applies this on `put`, so metadata reads back the same
+    /// from every backend. When stripping makes two keys of one object
+    /// equal, one of their entries is kept.
     #[must_use]
     pub fn sanitized(mut self) -> Self {
-        fn strip(value: &mut serde_json::Value) {
-            match value {
-                serde_json::Value::String(s) if s.contains('\0') => s.retain(|c| c != '\0'),
-                serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-                serde_json::Value::Object(map) => map.values_mut().for_each(strip),
-                _ => {}
+        fn strip_keys(map: &mut JsonMap) {
+            if map.keys().any(|key| key.contains('\0')) {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(key, value)| (key.replace('\0', ""), value))
+                    .collect();
             }
         }
         if let Some(run_id) = &mut self.run_id {
             run_id.retain(|c| c != '\0');
         }
-        self.extra.values_mut().for_each(strip);
+        let nul = |text: &str| text.contains('\0');
+        if self
+            .parents
+            .iter()
+            .any(|(ns, id)| nul(ns) || nul(id.as_str()))
+        {
+            self.parents = std::mem::take(&mut self.parents)
+                .into_iter()
+                .map(|(ns, id)| (ns.replace('\0', ""), id.as_str().replace('\0', "").into()))
+                .collect();
+        }
+        strip_keys(&mut self.extra);
+        // Iterative: metadata may nest as deep as the limit allows.
+        let mut pending: Vec<&mut serde_json::Value> = self.extra.values_mut().collect();
+        while let Some(value) = pending.pop() {
+            match value {
+                serde_json::Value::String(s) if s.contains('\0') => s.retain(|c| c != '\0'),
+                serde_json::Value::Array(items) => pending.extend(items.iter_mut()),
+                serde_json::Value::Object(map) => {
+                    strip_keys(map);
+                    pending.extend(map.values_mut());
+                }
+                _ => {}
+            }
+        }
         self
     }
 
@@ -429,6 +455,14 @@ mod tests {
             .sanitized();
         assert_eq!(metadata.extra["my_key"], json!("abc"));
         assert_eq!(metadata.extra["deep"], json!({"k": ["xy"]}));
+        let keys = CheckpointMetadata::default()
+            .with("k\u{0}ey", json!(1))
+            .with("nested", json!({"a\u{0}": {"\u{0}b": "c\u{0}"}}))
+            .sanitized();
+        assert_eq!(
+            keys.to_json(),
+            json!({"parents": {}, "key": 1, "nested": {"a": {"b": "c"}}})
+        );
     }
 
     #[test]

@@ -32,6 +32,42 @@ pub fn run_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A text of exactly `bytes` UTF-8 bytes: `prefix`, then pseudo-random
+/// letters, digits, `-`, `_` and `é` (two bytes) drawn from a generator
+/// seeded by `prefix`. It does not compress (PostgreSQL compresses long
+/// index entries, which would hide an entry too large for its index), its
+/// length in characters is not its length in bytes, and it holds no `.`
+/// (illegal in store labels) and no NUL.
+///
+/// # Panics
+/// When `prefix` is longer than `bytes`.
+pub fn text_of_bytes(prefix: &str, bytes: usize) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    assert!(
+        prefix.len() <= bytes,
+        "the prefix is longer than {bytes} bytes"
+    );
+    let mut text = String::with_capacity(bytes);
+    text.push_str(prefix);
+    let mut state = prefix
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+        | 1;
+    while text.len() < bytes {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        if state % 8 == 0 && text.len() + 2 <= bytes {
+            text.push('é');
+        } else {
+            text.push(char::from(ALPHABET[((state >> 3) % 64) as usize]));
+        }
+    }
+    text
+}
+
 /// The version with counter `counter` and salt 0: two calls with the same
 /// counter give the same version (the checklist's integer versions).
 pub fn version(counter: u64) -> ChannelVersion {

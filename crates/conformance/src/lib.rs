@@ -11,6 +11,7 @@ pub mod extra;
 pub mod fixtures;
 pub mod get_tuple;
 pub mod head;
+pub mod limits;
 pub mod list;
 pub mod prune;
 pub mod put;
@@ -44,14 +45,16 @@ pub fn assert_declared_capabilities<S: CheckpointSaver>(saver: &S, declared: Sav
 ///
 /// - one `#[tokio::test]` per case, in one module per capability (`put`,
 ///   `put_writes`, `get_tuple`, `list`, `delete_thread`, `backend`, `extra`,
-///   and each listed extended capability), named after the case
+///   `limits`, and each listed extended capability), named after the case
 ///   (`put_writes::cp_pw_07_regular_writes_are_idempotent`); every test
 ///   creates its own saver through the factory;
 /// - `capabilities_match_declaration`, which asserts that the saver claims
 ///   exactly the listed extended capabilities.
 ///
 /// Invoke it once per module. The backend needs no tokio dependency of its
-/// own.
+/// own. Two cases of the limit table move 64 MiB values and are not
+/// generated: call [`limits::metadata_size_limit`] once per backend, and
+/// [`limits::serialized_value_size_limit`] too when it serializes values.
 #[macro_export]
 macro_rules! checkpoint_conformance {
     ($factory:path, extended: [$($extended:ident),* $(,)?] $(,)?) => {
@@ -67,6 +70,7 @@ macro_rules! checkpoint_conformance {
         $crate::__conformance_group!(delete_thread);
         $crate::__conformance_group!(backend);
         $crate::__conformance_group!(extra);
+        $crate::__conformance_group!(limits);
         $($crate::__conformance_group!($extended);)*
 
         #[allow(unused_imports)]
@@ -231,6 +235,15 @@ macro_rules! __conformance_group {
             cp_ext_21_list_goes_on_past_an_unreadable_checkpoint,
         );
     };
+    (limits) => {
+        $crate::__conformance_tests!(limits:
+            cp_lim_01_ids_at_the_limit_round_trip,
+            cp_lim_02_ids_over_the_limit_are_refused,
+            cp_lim_03_nul_in_ids_is_refused,
+            cp_lim_04_metadata_depth_is_limited,
+            cp_lim_05_nul_in_metadata_keys_is_stripped,
+        );
+    };
     (delete_for_runs) => {
         $crate::__conformance_tests!(delete_for_runs:
             cp_dr_01_delete_one_run,
@@ -323,6 +336,7 @@ mod tests {
         ("head", include_str!("head.rs")),
         ("backend", include_str!("backend.rs")),
         ("extra", include_str!("extra.rs")),
+        ("limits", include_str!("limits.rs")),
     ];
 
     fn cases(source: &str) -> Vec<&str> {
@@ -357,8 +371,9 @@ mod tests {
             );
             total += cases.len();
         }
-        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 9 CP-EXT, 8 CP-HD.
-        assert_eq!(total, 113);
+        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 9 CP-EXT, 8 CP-HD,
+        // 5 CP-LIM.
+        assert_eq!(total, 118);
     }
 
     #[test]

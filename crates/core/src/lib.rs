@@ -7,6 +7,7 @@ mod fxhash;
 mod guard;
 mod id;
 pub mod json;
+pub mod limits;
 mod list;
 mod value;
 

@@ -42,6 +42,14 @@ pub enum ValueError {
         /// The limit ([`MAX_DEPTH`](crate::json::MAX_DEPTH)).
         limit: usize,
     },
+    /// The value is larger than
+    /// [`MAX_VALUE_BYTES`](crate::limits::MAX_VALUE_BYTES) as JSON: more
+    /// than any backend is asked to store in one value.
+    #[error("value is larger than {limit} bytes as JSON")]
+    TooLarge {
+        /// The limit ([`MAX_VALUE_BYTES`](crate::limits::MAX_VALUE_BYTES)).
+        limit: usize,
+    },
     /// The value holds a NaN or infinite float, which JSON cannot store
     /// (serde_json would write `null`, and a typed read would then fail).
     #[error("value of type `{type_name}` holds a NaN or infinite float, which JSON cannot store")]

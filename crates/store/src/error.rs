@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stategraph_core::ErrorKind;
+use stategraph_core::limits::LimitError;
 
 /// A `Result` with this crate's [`enum@StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -55,6 +56,23 @@ pub enum StoreError {
         /// The limit.
         limit: usize,
     },
+    /// A value is larger than
+    /// [`MAX_VALUE_BYTES`](stategraph_core::limits::MAX_VALUE_BYTES) as
+    /// JSON.
+    #[error("the value of {namespace:?}/{key} is larger than {limit} bytes as JSON")]
+    ValueTooLarge {
+        /// The item's namespace.
+        namespace: Vec<String>,
+        /// The item's key.
+        key: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A namespace or key breaks the limit table
+    /// ([`stategraph_core::limits`]): too long, too many labels, or a NUL
+    /// character. Every store refuses it before touching its storage.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// The store does not support what was asked (TTL on a store without
     /// it, for example).
     #[error("{operation} is not supported by {store}")]
@@ -113,6 +131,8 @@ impl StoreError {
             | Self::InvalidFilter { .. }
             | Self::NotAnObject { .. }
             | Self::ValueTooDeep { .. }
+            | Self::ValueTooLarge { .. }
+            | Self::Limit(_)
             | Self::Dimensions { .. } => ErrorKind::InvalidInput,
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::Embedding(err) => err.kind(),

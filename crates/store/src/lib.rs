@@ -21,6 +21,6 @@ pub use store::{DynStore, SharedStore, Store, StoreCapabilities};
 pub use tool::ToolContextStore;
 pub use types::{
     GetOp, IndexFields, Item, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
-    SearchItem, SearchOp, Ttl, ns, refuse_deep_values, validate_namespace, validate_user_namespace,
-    validate_value,
+    SearchItem, SearchOp, Ttl, ns, refuse_deep_values, validate_key, validate_namespace,
+    validate_user_namespace, validate_value,
 };

@@ -10,7 +10,7 @@ use crate::index::{NormedQuery, NormedVector};
 use crate::query::{by_score, has_prefix, list_namespaces};
 use crate::{
     Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
-    StoreCapabilities, StoreError, Ttl, refuse_deep_values, validate_namespace,
+    StoreCapabilities, StoreError, Ttl, refuse_deep_values, validate_key, validate_namespace,
 };
 
 /// Where a store reads the time (tests pass a clock they move by hand).
@@ -252,9 +252,13 @@ impl InMemoryStore {
         for op in ops.iter_mut() {
             let (mut put, mut query) = (None, None);
             match op {
-                Op::Get(get) => validate_namespace(&get.namespace)?,
+                Op::Get(get) => {
+                    validate_namespace(&get.namespace)?;
+                    validate_key(&get.key)?;
+                }
                 Op::Put(op) => {
                     validate_namespace(&op.namespace)?;
+                    validate_key(&op.key)?;
                     let ttl = TtlConfig::ttl_of(self.ttl.as_ref(), op.ttl, NAME)?;
                     let start = texts.len();
                     if let (Some(index), Some(value)) = (&self.index, &op.value) {

@@ -9,7 +9,7 @@ use stategraph_core::JsonMap;
 
 use crate::{
     Clock, Filter, IndexConfig, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
-    StoreError, TtlConfig, refuse_deep_values, validate_namespace,
+    StoreError, TtlConfig, refuse_deep_values, validate_key, validate_namespace,
 };
 use chrono::{DateTime, Utc};
 
@@ -309,6 +309,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
         let step = match op {
             Op::Get(get) => {
                 validate_namespace(&get.namespace)?;
+                validate_key(&get.key)?;
                 let refresh = settings.refreshes(get.refresh_ttl);
                 writes |= refresh;
                 Step::Get {
@@ -320,6 +321,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
             }
             Op::Put(put) => {
                 validate_namespace(&put.namespace)?;
+                validate_key(&put.key)?;
                 let ttl = TtlConfig::ttl_of(settings.ttl, put.ttl, settings.store)?;
                 writes = true;
                 let write = match &put.value {

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use stategraph_core::JsonMap;
+use stategraph_core::limits::{self, LimitError};
 
 use crate::{Result, StoreError};
 
@@ -336,10 +337,14 @@ impl Default for ListNamespacesOp {
 }
 
 /// Checks the labels of a namespace an item is stored under: at least one,
-/// none empty, none containing `.` (SQL stores join labels with `.`).
+/// none empty, none containing `.` (SQL stores join labels with `.`), and
+/// within the limit table
+/// ([`check_namespace`](stategraph_core::limits::check_namespace): label
+/// count, label and namespace length, no NUL).
 ///
 /// # Errors
-/// [`StoreError::InvalidNamespace`] naming the rule broken.
+/// [`StoreError::InvalidNamespace`] naming the rule broken, or
+/// [`StoreError::Limit`].
 pub fn validate_namespace(namespace: &[String]) -> Result<()> {
     let fail = |reason: String| StoreError::InvalidNamespace {
         namespace: namespace.to_vec(),
@@ -358,31 +363,51 @@ pub fn validate_namespace(namespace: &[String]) -> Result<()> {
             "Invalid namespace label {label:?}: Namespace labels cannot contain periods ('.')."
         )));
     }
+    limits::check_namespace(namespace)?;
     Ok(())
 }
 
-/// Checks that a put's value can be read back: it nests at most
-/// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH) levels, its own object
-/// included (checked without recursion, so any depth is safe to check).
+/// Checks the key of an item read or written: at most
+/// [`MAX_KEY_BYTES`](stategraph_core::limits::MAX_KEY_BYTES), no NUL. Any
+/// other string is a key, the empty one included.
 ///
 /// # Errors
-/// [`StoreError::ValueTooDeep`].
+/// [`StoreError::Limit`].
+pub fn validate_key(key: &str) -> Result<()> {
+    limits::check_key(key)?;
+    Ok(())
+}
+
+/// Checks that a put's value can be read back and stored by every
+/// backend: it nests at most
+/// [`MAX_DEPTH`](stategraph_core::limits::MAX_DEPTH) levels, its own
+/// object included (checked without recursion, so any depth is safe to
+/// check), and is at most
+/// [`MAX_VALUE_BYTES`](stategraph_core::limits::MAX_VALUE_BYTES) as compact
+/// JSON (counted without building the text).
+///
+/// # Errors
+/// [`StoreError::ValueTooDeep`] or [`StoreError::ValueTooLarge`].
 pub fn validate_value(put: &PutOp) -> Result<()> {
-    let limit = stategraph_core::json::MAX_DEPTH;
     let Some(value) = &put.value else {
         return Ok(());
     };
-    if value
-        .values()
-        .any(|field| stategraph_core::json::deeper_than(field, limit - 1))
+    match limits::check_object_depth("a store value", value.values())
+        .and_then(|()| limits::check_json_size("a store value", value))
     {
-        return Err(StoreError::ValueTooDeep {
+        Ok(()) => Ok(()),
+        Err(LimitError::TooDeep { limit, .. }) => Err(StoreError::ValueTooDeep {
             namespace: put.namespace.clone(),
             key: put.key.clone(),
             limit,
-        });
+        }),
+        Err(LimitError::TooLarge { limit, .. }) => Err(StoreError::ValueTooLarge {
+            namespace: put.namespace.clone(),
+            key: put.key.clone(),
+            limit,
+        }),
+        Err(other) => Err(other.into()),
     }
-    Ok(())
 }
 
 /// [`validate_value`] for every put of a batch, before any of it runs:
@@ -469,5 +494,32 @@ mod tests {
         assert!(validate_user_namespace(&ns(["langgraph", "foo"])).is_err());
         assert!(validate_user_namespace(&ns(["foo", "langgraph", "foo"])).is_ok());
         assert!(validate_namespace(&ns(["langgraph", "foo"])).is_ok());
+    }
+
+    #[test]
+    fn namespaces_and_keys_follow_the_limit_table() {
+        let err = validate_namespace(&ns(["a", "b\u{0}"])).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Limit(LimitError::Nul { .. })),
+            "{err}"
+        );
+        let labels = vec!["l".to_owned(); limits::MAX_NAMESPACE_LABELS + 1];
+        let err = validate_namespace(&labels).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Limit(LimitError::TooManyLabels { .. })),
+            "{err}"
+        );
+        assert_eq!(err.kind(), stategraph_core::ErrorKind::InvalidInput);
+        // LangGraph's rules come first.
+        let err = validate_namespace(&ns(["a.b", "c\u{0}"])).unwrap_err();
+        assert!(matches!(err, StoreError::InvalidNamespace { .. }), "{err}");
+        assert!(validate_key(&"k".repeat(limits::MAX_KEY_BYTES)).is_ok());
+        let err = validate_key(&"k".repeat(limits::MAX_KEY_BYTES + 1)).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("is 1025 bytes long, more than the 1024 allowed"),
+            "{err}"
+        );
+        assert!(validate_key("").is_ok());
     }
 }

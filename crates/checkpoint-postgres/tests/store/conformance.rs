@@ -50,6 +50,13 @@ mod postgres {
             super::Schemas { prepared: false },
             capabilities: [vector_search, ttl]
         );
+
+        /// ST-LIM-05, once per backend: it moves a 64 MiB value.
+        #[tokio::test]
+        async fn value_size_limit() {
+            let schemas = super::Schemas { prepared: false };
+            stategraph_conformance::store::limits::value_size_limit(&schemas).await;
+        }
     }
 
     mod prepared_statements {

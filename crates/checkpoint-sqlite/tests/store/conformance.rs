@@ -53,6 +53,13 @@ mod file {
         super::Files(crate::Files::new()),
         capabilities: [vector_search, ttl]
     );
+
+    /// ST-LIM-05, once per backend: it moves a 64 MiB value.
+    #[tokio::test]
+    async fn value_size_limit() {
+        let files = super::Files(crate::Files::new());
+        stategraph_conformance::store::limits::value_size_limit(&files).await;
+    }
 }
 
 mod in_memory {

@@ -1,6 +1,7 @@
 //! The store conformance kit: the behaviour every
 //! [`Store`] backend shares, from the store
-//! checklist (`ST-NS`, `ST-KV`, `ST-BA`, `ST-SR`, `ST-VS`, `ST-LN`, `ST-TTL`).
+//! checklist (`ST-NS`, `ST-KV`, `ST-BA`, `ST-SR`, `ST-VS`, `ST-LN`, `ST-TTL`)
+//! and the limit table (`ST-LIM`, docs/LIMITS.md).
 //!
 //! A backend implements [`StoreHarness`] (a fresh store from
 //! [`StoreOptions`], and a sweep of expired items) and invokes
@@ -13,6 +14,7 @@
 pub mod batch;
 pub mod fixtures;
 pub mod kv;
+pub mod limits;
 pub mod list;
 pub mod namespaces;
 pub mod scenarios;
@@ -239,7 +241,7 @@ pub async fn assert_declared_store_capabilities<H: StoreHarness>(
 /// module to a module `store` holding:
 ///
 /// - one `#[tokio::test]` per case, in one module per area (`namespaces`,
-///   `kv`, `batch`, `search`, `list`, `unconfigured`, and each listed
+///   `kv`, `batch`, `search`, `list`, `limits`, `unconfigured`, and each listed
 ///   capability: `vector_search`, `ttl`), named after the case
 ///   (`store::search::st_sr_07_numbers_compare_as_numbers`); every test
 ///   evaluates the harness expression and builds its own stores;
@@ -250,7 +252,9 @@ pub async fn assert_declared_store_capabilities<H: StoreHarness>(
 /// The `unconfigured` cases run for every backend: what a store built
 /// without an index (ST-VS-01) or without a TTL configuration (ST-TTL-01)
 /// does. Invoke the macro once per module; the backend needs no tokio
-/// dependency of its own.
+/// dependency of its own. One case of the limit table moves a 64 MiB value
+/// and is not generated: call [`limits::value_size_limit`] once per
+/// backend.
 #[macro_export]
 macro_rules! store_conformance {
     ($harness:expr, capabilities: [$($capability:ident),* $(,)?] $(,)?) => {
@@ -265,6 +269,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_group!(batch);
             $crate::__store_conformance_group!(search);
             $crate::__store_conformance_group!(list);
+            $crate::__store_conformance_group!(limits);
             $crate::__store_conformance_group!(unconfigured);
             $($crate::__store_conformance_group!($capability);)*
 
@@ -391,6 +396,14 @@ macro_rules! __store_conformance_group {
             list::st_ln_15_wildcard_with_max_depth_dedupes,
         );
     };
+    (limits) => {
+        $crate::__store_conformance_tests!(limits:
+            limits::st_lim_01_keys_and_namespaces_at_the_limit_round_trip,
+            limits::st_lim_02_keys_and_namespaces_over_the_limit_are_refused,
+            limits::st_lim_03_nul_in_labels_and_keys_is_refused,
+            limits::st_lim_04_value_depth_is_limited,
+        );
+    };
     (unconfigured) => {
         $crate::__store_conformance_tests!(unconfigured:
             vector::st_vs_01_without_index_queries_only_filter,
@@ -478,6 +491,7 @@ mod tests {
         ("vector", include_str!("vector.rs")),
         ("list", include_str!("list.rs")),
         ("ttl", include_str!("ttl.rs")),
+        ("limits", include_str!("limits.rs")),
     ];
 
     fn cases(source: &str) -> Vec<&str> {

@@ -27,3 +27,9 @@ impl StoreHarness for InMemoryHarness {
 }
 
 stategraph_conformance::store_conformance!(InMemoryHarness, capabilities: [vector_search, ttl]);
+
+/// ST-LIM-05, once: it moves a 64 MiB value.
+#[tokio::test]
+async fn value_size_limit() {
+    stategraph_conformance::store::limits::value_size_limit(&InMemoryHarness).await;
+}

@@ -62,7 +62,8 @@ pub async fn put_get_update_delete(backend: &impl Backend) {
     assert_eq!(third.value, obj(json!({})));
 }
 
-/// ST-KV-06, ST-KV-08, ST-KV-09: values and keys round-trip exactly.
+/// ST-KV-06, ST-KV-08, ST-KV-09: values and keys round-trip exactly (a
+/// NUL inside a value too; in a key or label it is refused, ST-LIM-03).
 pub async fn values_and_keys_round_trip(backend: &impl Backend) {
     let store = backend.store(Options::default()).await;
     let value = json!({
@@ -72,14 +73,7 @@ pub async fn values_and_keys_round_trip(backend: &impl Backend) {
         "nested": {"deep": [1, [2, [3, {"x": null}]]]}, "empty": {}, "list": [],
         "ключ": true, "z": false, "a": 1
     });
-    for key in [
-        "doc/1",
-        "dots.in.key",
-        "ключ",
-        "",
-        &"k".repeat(1024),
-        "nul\u{0}key",
-    ] {
+    for key in ["doc/1", "dots.in.key", "ключ", "", &"k".repeat(1024)] {
         store
             .put(&["round", "trip"], key, value.clone())
             .await
@@ -92,15 +86,7 @@ pub async fn values_and_keys_round_trip(backend: &impl Backend) {
             serde_json::to_string(&value).unwrap()
         );
     }
-    let labels = [
-        "a%b",
-        "user_1",
-        "star*",
-        "q?m",
-        "br[ack]et",
-        "back\\slash",
-        "nul\u{0}",
-    ];
+    let labels = ["a%b", "user_1", "star*", "q?m", "br[ack]et", "back\\slash"];
     store.put(&labels, "k", json!({"v": 1})).await.unwrap();
     let item = store.get(&labels, "k").await.unwrap().unwrap();
     assert_eq!(item.namespace, ns(labels));

@@ -1,13 +1,24 @@
 //! Random batches run on a backend and on `InMemoryStore` side by side,
-//! with one clock: every result must be equal (errors by kind), and so
-//! must every sweep. Search scores are compared bit for bit unless the
-//! backend computes them with other arithmetic ([`ScoreTolerance`]).
+//! with one clock: every result must be equal (errors by kind, and refused
+//! input by message too), and so must every sweep. Search scores are
+//! compared bit for bit unless the backend computes them with other
+//! arithmetic ([`ScoreTolerance`]).
+//!
+//! Beside short texts that make ops meet the same items often, the
+//! alphabet holds texts at and just over every limit of the limit table
+//! (docs/LIMITS.md): keys and labels, namespaces as deep and as long as
+//! allowed and one more, NUL characters, and values as deep as allowed and
+//! one level more.
 
 use serde_json::{Value as Json, json};
+use stategraph_core::ErrorKind;
+use stategraph_core::limits::{
+    MAX_DEPTH, MAX_KEY_BYTES, MAX_LABEL_BYTES, MAX_NAMESPACE_BYTES, MAX_NAMESPACE_LABELS,
+};
 use stategraph_llm::HashEmbeddings;
 use stategraph_store::{
     GetOp, InMemoryStore, IndexConfig, IndexFields, Item, ListNamespacesOp, Namespace, Op,
-    OpResult, PutOp, SearchItem, SearchOp, Store, Ttl, TtlConfig,
+    OpResult, PutOp, SearchItem, SearchOp, Store, StoreError, Ttl, TtlConfig,
 };
 
 use super::{Backend, ManualClock, Options, obj};
@@ -37,36 +48,104 @@ impl Rng {
     }
 }
 
-const LABELS: &[&str] = &[
-    "a", "b", "foo", "foobar", "a%b", "user_1", "star*", "nul\u{0}",
-];
-const KEYS: &[&str] = &["k1", "k2", "k3", "k.4", ""];
 const WORDS: &[&str] = &["red", "apple", "zebra", "dog", "blue", "sky", "pie"];
 
-/// Few namespaces, so that ops meet the same items often.
-const NAMESPACES: &[&[&str]] = &[
-    &["a"],
-    &["a", "b"],
-    &["a", "b", "foo"],
-    &["foo"],
-    &["foobar", "a"],
-    &["a%b", "user_1"],
-    &["star*", "b", "a"],
-    &["nul\u{0}", "foo"],
-];
+/// The texts ops draw their labels, keys and namespaces from.
+struct Alphabet {
+    /// Short labels, and one at and one over the label limit.
+    labels: Vec<String>,
+    /// Short keys, and keys at and over the key limit or holding a NUL.
+    keys: Vec<String>,
+    /// Few namespaces, so that ops meet the same items often.
+    namespaces: Vec<Namespace>,
+    /// Namespaces at and over the limits of depth and length.
+    limit_namespaces: Vec<Namespace>,
+}
 
-fn namespace(rng: &mut Rng) -> Namespace {
-    if rng.chance(2) {
-        return vec![(*rng.pick(&["bad.label", "", "langgraph"])).to_owned()];
-    }
-    if rng.chance(5) {
-        let depth = 1 + rng.below(3);
-        return (0..depth).map(|_| (*rng.pick(LABELS)).to_owned()).collect();
-    }
-    rng.pick(NAMESPACES)
+impl Alphabet {
+    fn new() -> Self {
+        let owned = |texts: &[&str]| texts.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        let mut labels = owned(&[
+            "a", "b", "foo", "foobar", "a%b", "user_1", "star*", "nul\u{0}",
+        ]);
+        let long_label = "l".repeat(MAX_LABEL_BYTES);
+        labels.extend([long_label.clone(), "m".repeat(MAX_LABEL_BYTES + 1)]);
+        let mut keys = owned(&["k1", "k2", "k3", "k.4", ""]);
+        keys.extend([
+            "k".repeat(MAX_KEY_BYTES),
+            "q".repeat(MAX_KEY_BYTES + 1),
+            "k\u{0}5".to_owned(),
+        ]);
+        let namespaces = [
+            &["a"][..],
+            &["a", "b"],
+            &["a", "b", "foo"],
+            &["foo"],
+            &["foobar", "a"],
+            &["a%b", "user_1"],
+            &["star*", "b", "a"],
+            &["nul\u{0}", "foo"],
+        ]
         .iter()
-        .map(|l| (*l).to_owned())
-        .collect()
+        .map(|labels| owned(labels))
+        .collect();
+        let deep = |depth: usize| -> Namespace {
+            (0..depth)
+                .map(|i| ["a", "b", "foo"][i % 3].to_owned())
+                .collect()
+        };
+        // 256 + 3 × 255 bytes and 3 dots: exactly the namespace limit;
+        // one byte longer with a 256-byte last label.
+        let wide = |last: usize| {
+            let mut labels = vec![long_label.clone()];
+            labels.extend(["w", "x"].map(|c| c.repeat(MAX_LABEL_BYTES - 1)));
+            labels.push("y".repeat(last));
+            labels
+        };
+        let limit_namespaces = vec![
+            deep(MAX_NAMESPACE_LABELS),
+            deep(MAX_NAMESPACE_LABELS + 1),
+            wide(MAX_LABEL_BYTES - 1),
+            wide(MAX_LABEL_BYTES),
+            vec![long_label.clone(), "foo".to_owned()],
+        ];
+        Self {
+            labels,
+            keys,
+            namespaces,
+            limit_namespaces,
+        }
+    }
+
+    fn namespace(&self, rng: &mut Rng) -> Namespace {
+        if rng.chance(2) {
+            return vec![(*rng.pick(&["bad.label", "", "langgraph"])).to_owned()];
+        }
+        if rng.chance(5) {
+            return self.limit_namespaces[rng.below(self.limit_namespaces.len())].clone();
+        }
+        if rng.chance(5) {
+            let depth = 1 + rng.below(3);
+            return (0..depth).map(|_| self.label(rng)).collect();
+        }
+        self.namespaces[rng.below(self.namespaces.len())].clone()
+    }
+
+    fn label(&self, rng: &mut Rng) -> String {
+        self.labels[rng.below(self.labels.len())].clone()
+    }
+
+    /// Mostly the short keys; the key at the limit often enough to be
+    /// read again, the refused ones rarely.
+    fn key(&self, rng: &mut Rng) -> String {
+        let pick = match rng.below(100) {
+            0..=84 => rng.below(5),
+            85..=93 => 5,
+            94..=96 => 6,
+            _ => 7,
+        };
+        self.keys[pick].clone()
+    }
 }
 
 fn words(rng: &mut Rng) -> String {
@@ -87,8 +166,20 @@ fn number(rng: &mut Rng) -> Json {
     }
 }
 
+/// `[[…[1]…]]`, `depth` levels.
+fn nested(depth: usize) -> Json {
+    (0..depth).fold(json!(1), |inner, _| json!([inner]))
+}
+
 fn value(rng: &mut Rng) -> Json {
     let mut value = json!({"text": words(rng), "n": number(rng), "tag": *rng.pick(&["a", "b"])});
+    // As deep as a value may nest (the item's object is one level), or
+    // one level more.
+    match rng.below(100) {
+        0 | 1 => value["deep"] = nested(MAX_DEPTH - 1),
+        2 => value["deep"] = nested(MAX_DEPTH),
+        _ => {}
+    }
     if rng.chance(50) {
         value["tags"] = json!([words(rng), words(rng)]);
     }
@@ -114,24 +205,24 @@ fn filter(rng: &mut Rng) -> Json {
     }
 }
 
-fn pattern(rng: &mut Rng) -> Namespace {
+fn pattern(alphabet: &Alphabet, rng: &mut Rng) -> Namespace {
     let len = 1 + rng.below(2);
     (0..len)
         .map(|_| {
             if rng.chance(30) {
                 "*".to_owned()
             } else {
-                (*rng.pick(LABELS)).to_owned()
+                alphabet.label(rng)
             }
         })
         .collect()
 }
 
-fn op(rng: &mut Rng) -> Op {
+fn op(alphabet: &Alphabet, rng: &mut Rng) -> Op {
     match rng.below(10) {
         0..=3 => {
-            let ns = namespace(rng);
-            let key = *rng.pick(KEYS);
+            let ns = alphabet.namespace(rng);
+            let key = alphabet.key(rng);
             if rng.chance(20) {
                 return Op::Put(PutOp::delete(ns, key));
             }
@@ -155,13 +246,13 @@ fn op(rng: &mut Rng) -> Op {
             )
         }
         4 | 5 => {
-            let mut get = GetOp::new(namespace(rng), *rng.pick(KEYS));
+            let mut get = GetOp::new(alphabet.namespace(rng), alphabet.key(rng));
             get.refresh_ttl = rng.chance(70);
             Op::Get(get)
         }
         6..=8 => {
             let depth = rng.below(3);
-            let prefix = (0..depth).map(|_| (*rng.pick(LABELS)).to_owned()).collect();
+            let prefix = (0..depth).map(|_| alphabet.label(rng)).collect();
             let mut search = SearchOp::new(prefix)
                 .with_filter(obj(filter(rng)))
                 .with_page(rng.below(7), rng.below(4))
@@ -174,10 +265,10 @@ fn op(rng: &mut Rng) -> Op {
         _ => {
             let mut list = ListNamespacesOp::new().with_page(1 + rng.below(10), rng.below(3));
             if rng.chance(50) {
-                list = list.with_prefix(pattern(rng));
+                list = list.with_prefix(pattern(alphabet, rng));
             }
             if rng.chance(30) {
-                list = list.with_suffix(pattern(rng));
+                list = list.with_suffix(pattern(alphabet, rng));
             }
             if rng.chance(30) {
                 list = list.with_max_depth(1 + rng.below(3));
@@ -370,8 +461,11 @@ pub async fn compare_with_memory_within(
         let store = backend.store(options).await;
         let mut rng = Rng(seed);
         let mut seen = Seen::default();
+        let alphabet = Alphabet::new();
         for batch in 0..batches {
-            let ops: Vec<Op> = (0..1 + rng.below(4)).map(|_| op(&mut rng)).collect();
+            let ops: Vec<Op> = (0..1 + rng.below(4))
+                .map(|_| op(&alphabet, &mut rng))
+                .collect();
             let expected = memory.batch(ops.clone()).await;
             let got = store.batch(ops.clone()).await;
             match (&expected, &got) {
@@ -395,7 +489,19 @@ pub async fn compare_with_memory_within(
                         expected.kind(),
                         "{name}: batch {batch}: {got} vs {expected}"
                     );
+                    // Refused input is refused by the same shared rule.
+                    if expected.kind() == ErrorKind::InvalidInput {
+                        assert_eq!(
+                            got.to_string(),
+                            expected.to_string(),
+                            "{name}: batch {batch} (seed {seed}): {ops:#?}"
+                        );
+                    }
                     seen.errors += 1;
+                    seen.limit_errors += usize::from(matches!(
+                        expected,
+                        StoreError::Limit(_) | StoreError::ValueTooDeep { .. }
+                    ));
                 }
                 _ => {
                     panic!("{name}: batch {batch} (seed {seed}): {got:?} vs {expected:?}: {ops:#?}")
@@ -437,18 +543,33 @@ struct Seen {
     scored: usize,
     listings: usize,
     errors: usize,
+    /// Batches refused by the limit table.
+    limit_errors: usize,
+    /// Items read back whose key or namespace is at a limit.
+    at_limits: usize,
     swept: usize,
 }
 
 impl Seen {
     fn count(&mut self, results: &[OpResult]) {
+        let at_limits = |item: &Item| {
+            let joined = item.namespace.iter().map(String::len).sum::<usize>()
+                + item.namespace.len().saturating_sub(1);
+            item.key.len() == MAX_KEY_BYTES
+                || item.namespace.len() == MAX_NAMESPACE_LABELS
+                || joined == MAX_NAMESPACE_BYTES
+        };
         for result in results {
             match result {
-                OpResult::Item(Some(_)) => self.hits += 1,
+                OpResult::Item(Some(item)) => {
+                    self.hits += 1;
+                    self.at_limits += usize::from(at_limits(item));
+                }
                 OpResult::Item(None) => self.misses += 1,
                 OpResult::Items(items) => {
                     self.long_searches += usize::from(items.len() > 1);
                     self.scored += items.iter().filter(|i| i.score.is_some()).count();
+                    self.at_limits += items.iter().filter(|i| at_limits(&i.item)).count();
                 }
                 OpResult::Namespaces(found) => self.listings += usize::from(found.len() > 1),
                 _ => {}
@@ -466,6 +587,8 @@ impl Seen {
                 && self.long_searches > enough
                 && self.listings > enough
                 && self.errors > 0
+                && self.limit_errors > 0
+                && self.at_limits > 0
                 && (!indexed || self.scored > enough)
                 && (!expiring || self.swept > 0),
             "{name}: the random batches exercised too little: {self:?}"
