@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | tidy | layers | with-postgres -- CMD`.
+//! Project automation: `cargo xtask ci | tidy | layers | fuzz | with-postgres -- CMD`.
 //!
 //! Uses std's `process::Command` plus `serde_json` for `cargo metadata`; no
 //! shell helpers, so the build stays small.
@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod fuzz;
 mod layers;
 mod postgres;
 mod tidy;
@@ -23,7 +24,7 @@ usage: cargo xtask <command>
 commands:
   ci                      run every check CI runs (fmt, tidy, layers, clippy,
                           feature checks, tests with a throwaway PostgreSQL, doc
-                          tests, rustdoc)
+                          tests, rustdoc, 10 s of each fuzz target, --dev)
   tidy                    check file and manifest conventions
   traces                  run the ported LangGraph golden traces, one line per
                           case, then `N passed, M failed`
@@ -34,6 +35,14 @@ commands:
                           --python (a python that has langgraph 1.2.22) also
                           run the Python harnesses on the same workloads and
                           print the speed-up of each
+  fuzz [--dev] [SECS] [TARGET...]
+                          build the libFuzzer targets in fuzz/ (stable
+                          toolchain, release build; --dev: unoptimized, faster
+                          to build) and run each (or the named ones) for SECS
+                          seconds (default 60) from the seeds in fuzz/corpus;
+                          prints the executions of each target and `N passed,
+                          M failed`, and fails on a crash (input in
+                          fuzz/artifacts/TARGET)
   with-postgres -- CMD    start a throwaway PostgreSQL 15 cluster on 127.0.0.1,
                           run CMD with STATEGRAPH_TEST_POSTGRES_URL set, then
                           stop and delete the cluster
@@ -60,6 +69,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("tidy") => tidy::check(&root),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("traces") => traces::run(&root),
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("layers") => {
             let metadata = match args.get(1).map(String::as_str) {
                 Some("--metadata") => {
@@ -130,6 +140,9 @@ fn run(args: &[String]) -> Result<()> {
     }
 }
 
+/// Seconds `cargo xtask ci` fuzzes each target.
+const CI_FUZZ_SECS: u64 = 10;
+
 /// The test binary of stategraph-graph that holds the crash test, and the
 /// test's libtest name: `cargo xtask soak` runs it with more kills.
 const SOAK_TARGET: &str = "suite";
@@ -184,6 +197,10 @@ fn ci(root: &Path) -> Result<()> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     step(fmt)?;
+    // The fuzz crate is a workspace of its own, which `--all` leaves out.
+    let mut fmt_fuzz = cargo();
+    fmt_fuzz.args(["fmt", "--manifest-path", "fuzz/Cargo.toml", "--check"]);
+    step(fmt_fuzz)?;
 
     println!("\n==> tidy");
     tidy::check(root)?;
@@ -293,6 +310,12 @@ fn ci(root: &Path) -> Result<()> {
     step(doc)?;
     drop(pooler);
     drop(cluster);
+
+    // A short bounded run of every fuzz target from the committed seeds:
+    // catches a target that no longer builds and a regression the seeds
+    // reach. Unoptimized, as it mostly replays the seeds: the build is
+    // what costs here. The search itself is `cargo xtask fuzz SECS`.
+    fuzz::fuzz(root, fuzz::Profile::Dev, CI_FUZZ_SECS, &[])?;
 
     if Command::new("cargo-deny").arg("--version").output().is_ok() {
         let mut deny = cargo();

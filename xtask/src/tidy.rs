@@ -14,10 +14,14 @@ const INHERITED: &[&str] = &[
     "publish",
 ];
 
+/// The manifest of the fuzz targets (cargo-fuzz's layout, outside the
+/// workspace).
+const FUZZ_MANIFEST: &str = "fuzz/Cargo.toml";
+
 pub(crate) fn check(root: &Path) -> Result<()> {
     let mut problems = Vec::new();
     let mut files = Vec::new();
-    for dir in ["crates", "xtask", "examples"] {
+    for dir in ["crates", "xtask", "examples", "fuzz"] {
         collect(&root.join(dir), &mut files)?;
     }
     // Built from pieces so this file does not flag itself.
@@ -54,7 +58,10 @@ pub(crate) fn check(root: &Path) -> Result<()> {
                 }
             }
         }
-        if file.file_name().is_some_and(|n| n == "Cargo.toml") {
+        // The fuzz crate is a workspace of its own: there is no
+        // `[workspace.package]` for it to inherit.
+        if file.file_name().is_some_and(|n| n == "Cargo.toml") && *file != root.join(FUZZ_MANIFEST)
+        {
             check_manifest(&shown, &text, file, &mut problems);
         }
     }

@@ -134,7 +134,7 @@ impl Client {
         }
     }
 
-    fn request(&self, path: &str, body: &Json) -> RequestBuilder {
+    pub(crate) fn request(&self, path: &str, body: &Json) -> RequestBuilder {
         let config = &self.config;
         let mut request = self
             .http
@@ -229,7 +229,7 @@ fn limit_error(operation: &str, error: ResponseError) -> Error {
 /// `bytes` as JSON; JSON nested too deeply is [`ResponseError::TooDeep`],
 /// other failures are malformed responses (`what`, serde_json's error and
 /// the start of the text).
-fn parse_json(bytes: &[u8], what: &str, operation: &str) -> Result<Json> {
+pub(crate) fn parse_json(bytes: &[u8], what: &str, operation: &str) -> Result<Json> {
     serde_json::from_slice(bytes).map_err(|err| {
         // Only a failed parse pays for this second pass.
         if nests_deeper_than(bytes, JSON_DEPTH_LIMIT) {
@@ -248,6 +248,15 @@ fn parse_json(bytes: &[u8], what: &str, operation: &str) -> Result<Json> {
         };
         malformed(format!("{what} ({err}): {excerpt}{more}"))
     })
+}
+
+/// The JSON of one event's data, or `None` for the `[DONE]` that ends a
+/// stream.
+pub(crate) fn event_json(data: &[u8], operation: &str) -> Option<Result<Json>> {
+    if data.trim_ascii() == b"[DONE]" {
+        return None;
+    }
+    Some(parse_json(data, "event data is not JSON", operation))
 }
 
 /// Whether the arrays and objects of the JSON text `bytes` nest deeper than
@@ -404,10 +413,7 @@ where
         }
         loop {
             if let Some(data) = self.decoder.next_event() {
-                if data.trim_ascii() == b"[DONE]" {
-                    return None;
-                }
-                return Some(parse_json(&data, "event data is not JSON", &self.operation));
+                return event_json(&data, &self.operation);
             }
             if self.ended {
                 return Some(Err(malformed("the event stream ended before [DONE]")));

@@ -6,8 +6,15 @@ mod client;
 mod config;
 mod embeddings;
 mod error;
-// `SseDecoder` is public for the benchmark only (`_bench`).
-#[cfg_attr(not(feature = "_bench"), allow(unreachable_pub))]
+#[cfg(feature = "_fuzz")]
+#[doc(hidden)]
+pub mod fuzzing;
+// `SseDecoder` is public for the benchmark and the fuzz targets only
+// (`_bench`, `_fuzz`).
+#[cfg_attr(
+    not(any(feature = "_bench", feature = "_fuzz")),
+    allow(unreachable_pub)
+)]
 mod sse;
 mod wire;
 
