@@ -82,10 +82,11 @@ fuzz_target!(|input: &[u8]| {
             .update_state(&config, Some(Value::from_json(json!({"write": "u"}))), None)
             .await;
         if let Some(thread) = config.thread_id() {
-            saver
-                .delete_thread(thread)
-                .await
-                .expect("the in-memory saver deletes threads");
+            // Ids the limit table refuses (a NUL, too long) are typed errors.
+            match saver.delete_thread(thread).await {
+                Ok(()) | Err(stategraph_checkpoint::Error::Limit { .. }) => {}
+                Err(err) => panic!("the in-memory saver failed to delete {thread:?}: {err}"),
+            }
         }
     });
 });
