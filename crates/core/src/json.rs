@@ -16,15 +16,17 @@ pub const MAX_DEPTH: usize = 127;
 pub fn deeper_than(value: &Json, limit: usize) -> bool {
     let mut pending: Vec<(&Json, usize)> = vec![(value, 0)];
     while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Json>> = match value {
-            Json::Array(items) => Box::new(items.iter()),
-            Json::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
+        if !(value.is_array() || value.is_object()) {
+            continue;
+        }
         if depth + 1 > limit {
             return true;
         }
-        pending.extend(children.map(|child| (child, depth + 1)));
+        match value {
+            Json::Array(items) => pending.extend(items.iter().map(|child| (child, depth + 1))),
+            Json::Object(map) => pending.extend(map.values().map(|child| (child, depth + 1))),
+            _ => {}
+        }
     }
     false
 }

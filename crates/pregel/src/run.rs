@@ -207,10 +207,14 @@ impl Pregel {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> Result<(Value, Vec<Interrupt>)> {
-        // Checked here too, before a retry keeps a copy: a refused input is
-        // dropped without recursion only where the last copy goes.
-        let input = input.into().within_depth()?;
+        let input = input.into();
         let mut retries = options.busy_retries;
+        if retries == 0 {
+            return self.invoke_once(input, config, options).await;
+        }
+        // Retries keep a copy, and the run drops a refused input without
+        // recursion only where the last copy goes: check it before copying.
+        let input = input.within_depth()?;
         let mut pause_ms = 2;
         loop {
             match self
