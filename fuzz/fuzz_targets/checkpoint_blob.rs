@@ -3,7 +3,10 @@
 //! Input: `TAG \0 BYTES` (no `\0`: the whole input is the bytes of tag
 //! `json`). `JsonSerializer::loads` must return a value or a typed error;
 //! a value it loads must dump again (nothing read is unwritable), and the
-//! dump must load back to the same value. The same bytes are also read as
+//! dump must load back to the same value, also when its strings are cut
+//! into pieces (with a threshold short enough for fuzzed inputs) and the
+//! pieces are joined back. The bytes read as a skeleton join or fail with
+//! a typed error. The same bytes are also read as
 //! the JSON documents the backends store next to blobs: a checkpoint, its
 //! metadata, a pending write, a checkpoint address and a channel version;
 //! each that reads must write and read back the same.
@@ -12,6 +15,9 @@
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+
+use stategraph_checkpoint::pieces::{self, PieceId, Stored};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointMetadata, PendingWrite,
@@ -30,7 +36,15 @@ fuzz_target!(|input: &[u8]| {
             .loads("fuzz", &encoded.tag, &encoded.bytes)
             .unwrap_or_else(|err| panic!("a dumped value does not load: {err}"));
         assert_eq!(again, value, "a value changed through dumps and loads");
+        let stored = Stored::with_min_piece(encoded.clone(), 8);
+        let table: HashMap<PieceId, &[u8]> = stored.pieces().map(|(id, b)| (*id, b)).collect();
+        let joined = pieces::join(stored.bytes(), |id| Ok(table.get(&id).copied()))
+            .expect("the lookup never fails")
+            .unwrap_or_else(|err| panic!("a skeleton does not join: {err}"));
+        assert_eq!(joined, encoded.bytes, "a value changed through its pieces");
     }
+    let ids: Vec<PieceId> = pieces::references(bytes).collect();
+    let _ = pieces::join(bytes, |id| Ok(ids.contains(&id).then_some(b"\"x\"")));
     round_trip::<Checkpoint>(bytes);
     round_trip::<CheckpointMetadata>(bytes);
     round_trip::<PendingWrite>(bytes);

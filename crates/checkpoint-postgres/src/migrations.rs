@@ -104,6 +104,17 @@ pub(crate) const MIGRATIONS: &[(i32, &[&str])] = &[
             )",
         ],
     ),
+    (
+        6,
+        // Large strings cut out of stored values, once per thread
+        // (`stategraph_checkpoint::pieces`); `id` is the SHA-256 of `value`.
+        &[r#"CREATE TABLE IF NOT EXISTS stategraph_checkpoint_pieces (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            id BYTEA NOT NULL,
+            value BYTEA NOT NULL,
+            PRIMARY KEY (thread_id, id)
+        )"#],
+    ),
 ];
 
 /// The newest schema version this code knows.

@@ -1,6 +1,6 @@
 //! `PostgresSaver`: the `CheckpointSaver` on a sqlx connection pool.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
@@ -13,6 +13,7 @@ use futures::stream::{self, Stream};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
 use sqlx::{Arguments, AssertSqlSafe, Connection, PgConnection, Postgres, Row, Transaction};
+use stategraph_checkpoint::pieces::{self, PIECED_TAG, PieceId, Stored};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
@@ -389,6 +390,13 @@ impl PostgresSaver {
     ) -> Attempt<()> {
         let mut tx = self.begin(conn).await?;
         let parent = put.parent.as_deref();
+        let values = Bound::new(put.blobs.iter().map(Option::as_ref));
+        if !values.piece_ids.is_empty() {
+            self.query(sql::SHARE_PIECES)
+                .bind(&put.thread_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         if require_head {
             self.query(sql::LOCK_HEAD)
                 .bind(&put.thread_id)
@@ -425,8 +433,10 @@ impl PostgresSaver {
             .bind(Json(&put.metadata))
             .bind(&put.blob_channels)
             .bind(&put.blob_versions)
-            .bind(&put.blob_tags)
-            .bind(&put.blob_values)
+            .bind(&values.tags)
+            .bind(&values.values)
+            .bind(&values.piece_ids)
+            .bind(&values.piece_values)
             .fetch_optional(&mut *tx)
             .await?;
         if stored.is_none() {
@@ -551,13 +561,97 @@ impl PostgresSaver {
         })
     }
 
+    /// The pieces the skeletons of `rows` refer to, fetched in one
+    /// statement (none at all when no row holds a skeleton). Columns that
+    /// do not read are skipped here; decoding the row reports them.
+    async fn pieces_of(&self, operation: &'static str, rows: &[PgRow]) -> Result<PieceMap> {
+        let mut threads: Vec<String> = Vec::new();
+        let mut ids: Vec<Vec<u8>> = Vec::new();
+        let mut seen = HashSet::new();
+        for row in rows {
+            let Ok(thread_id) = row.try_get::<String, _>("thread_id") else {
+                continue;
+            };
+            for (tags, values) in [("blob_tags", "blob_values"), ("write_tags", "write_values")] {
+                let tags: Vec<String> = column(row, tags).unwrap_or_default();
+                if !tags.iter().any(|tag| tag == PIECED_TAG) {
+                    continue;
+                }
+                let values: Vec<Option<Vec<u8>>> = column(row, values).unwrap_or_default();
+                for (_, skeleton) in tags.iter().zip(&values).filter(|(t, _)| *t == PIECED_TAG) {
+                    for id in pieces::references(skeleton.as_deref().unwrap_or_default()) {
+                        if seen.insert((thread_id.clone(), id)) {
+                            threads.push(thread_id.clone());
+                            ids.push(id.as_bytes().to_vec());
+                        }
+                    }
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(PieceMap::new());
+        }
+        let (threads, ids) = (&threads, &ids);
+        let rows = self
+            .retry(operation, None, false, |conn| {
+                Box::pin(async move {
+                    let query = self.query(sql::SELECT_PIECES).bind(threads).bind(ids);
+                    self.fetch_all(conn, query).await
+                })
+            })
+            .await?;
+        let mut found = PieceMap::with_capacity(rows.len());
+        for row in rows {
+            let read = || -> std::result::Result<_, sqlx::Error> {
+                Ok((
+                    row.try_get::<String, _>(0)?,
+                    row.try_get::<Vec<u8>, _>(1)?,
+                    row.try_get::<Vec<u8>, _>(2)?,
+                ))
+            };
+            let (thread_id, id, value) = read().map_err(|err| backend(operation, None, err))?;
+            if let Some(id) = PieceId::from_slice(&id) {
+                found.insert((thread_id, id), value);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Decodes a stored value of `thread_id`, joining a skeleton with its
+    /// pieces first.
+    fn load(
+        &self,
+        operation: &'static str,
+        pieces: &PieceMap,
+        thread_id: &str,
+        channel: &str,
+        tag: &str,
+        bytes: &[u8],
+    ) -> Result<Value> {
+        if tag != PIECED_TAG {
+            return self.serializer.loads(channel, tag, bytes);
+        }
+        let joined = pieces::join(bytes, |id| Ok(pieces.get(&(thread_id.to_owned(), id))))?
+            .map_err(|source| Error::Piece {
+                operation,
+                thread_id: thread_id.to_owned(),
+                channel: channel.to_owned(),
+                source,
+            })?;
+        self.serializer.loads(channel, JsonSerializer::TAG, &joined)
+    }
+
     /// Turns a row of [`sql::SELECT_TUPLES`] into a tuple, or `None` when its
-    /// metadata does not match `filter`.
+    /// metadata does not match `filter`. Values come from `cache` when an
+    /// earlier row of the same read decoded them; skeletons are joined with
+    /// `pieces` ([`pieces_of`](Self::pieces_of) the rows).
     fn decode(
         &self,
         operation: &'static str,
         row: &PgRow,
         filter: &MetadataFilter,
+        pieces: &PieceMap,
+        cache: &mut ValueCache,
     ) -> Result<Option<CheckpointTuple>> {
         let column_error = |err: sqlx::Error| backend(operation, None, err);
         let thread_id: String = row.try_get("thread_id").map_err(column_error)?;
@@ -602,9 +696,24 @@ impl PostgresSaver {
             if tag == sql::EMPTY_TAG {
                 continue;
             }
-            let value =
-                self.serializer
-                    .loads(&channel, &tag, bytes.as_deref().unwrap_or_default())?;
+            let Some(version) = checkpoint.channel_versions.get(&channel) else {
+                continue;
+            };
+            let key = (
+                thread_id.clone(),
+                checkpoint_ns.clone(),
+                channel.clone(),
+                version.to_string(),
+            );
+            let value = match cache.get(&key) {
+                Some(value) => value.clone(),
+                None => {
+                    let bytes = bytes.as_deref().unwrap_or_default();
+                    let value = self.load(operation, pieces, &thread_id, &channel, &tag, bytes)?;
+                    cache.insert(key, value.clone());
+                    value
+                }
+            };
             checkpoint.channel_values.insert(channel, value);
         }
 
@@ -616,7 +725,7 @@ impl PostgresSaver {
         for (((task_id, channel), tag), bytes) in
             tasks.into_iter().zip(channels).zip(tags).zip(values)
         {
-            let value = self.serializer.loads(&channel, &tag, &bytes)?;
+            let value = self.load(operation, pieces, &thread_id, &channel, &tag, &bytes)?;
             pending_writes.push(PendingWrite {
                 task_id,
                 channel,
@@ -664,12 +773,62 @@ impl PostgresSaver {
                         .bind(&threads)
                         .execute(&mut *tx)
                         .await?;
+                    self.collect_pieces(&mut tx, &threads).await?;
                 }
                 tx.commit().await?;
                 Ok(())
             })
         })
         .await
+    }
+}
+
+/// Pieces fetched for a read, by thread and id.
+type PieceMap = HashMap<(String, PieceId), Vec<u8>>;
+
+/// Channel values decoded for a read, by thread, namespace, channel and
+/// version: the checkpoints of a history page that share a version share
+/// its value instead of each decoding a copy.
+type ValueCache = HashMap<(String, String, String, String), Value>;
+
+impl PostgresSaver {
+    /// Deletes the pieces of `threads` that no stored value refers to any
+    /// more, holding each thread's pieces lock so that no transaction that
+    /// relies on a stored piece commits meanwhile.
+    async fn collect_pieces(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        threads: &[String],
+    ) -> std::result::Result<(), sqlx::Error> {
+        self.query(sql::LOCK_PIECES)
+            .bind(threads)
+            .execute(&mut **tx)
+            .await?;
+        let rows = self
+            .query(sql::STORED_SKELETONS)
+            .bind(threads)
+            .bind(PIECED_TAG)
+            .fetch_all(&mut **tx)
+            .await?;
+        let mut kept = HashSet::new();
+        for row in &rows {
+            let thread_id: String = row.try_get(0)?;
+            let skeleton: Option<Vec<u8>> = row.try_get(1)?;
+            for id in pieces::references(skeleton.as_deref().unwrap_or_default()) {
+                kept.insert((thread_id.clone(), id));
+            }
+        }
+        let (kept_threads, kept_ids): (Vec<String>, Vec<Vec<u8>>) = kept
+            .into_iter()
+            .map(|(thread_id, id)| (thread_id, id.as_bytes().to_vec()))
+            .unzip();
+        self.query(sql::COLLECT_PIECES)
+            .bind(threads)
+            .bind(kept_threads)
+            .bind(kept_ids)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
     }
 }
 
@@ -691,12 +850,44 @@ struct PreparedPut {
     parent: Option<String>,
     checkpoint: serde_json::Value,
     metadata: serde_json::Value,
-    // Invariant: the four blob vectors have one entry per new version,
-    // ordered by channel (a fixed lock order for concurrent puts).
+    // Invariant: the three blob vectors have one entry per new version,
+    // ordered by channel (a fixed lock order for concurrent puts); `None`
+    // records a version without a value.
     blob_channels: Vec<String>,
     blob_versions: Vec<String>,
-    blob_tags: Vec<String>,
-    blob_values: Vec<Option<Vec<u8>>>,
+    blobs: Vec<Option<Stored>>,
+}
+
+/// Values as bound to a statement: the tag and row bytes of each (`empty`
+/// and no bytes for `None`), and their pieces, each once.
+struct Bound<'a> {
+    tags: Vec<&'a str>,
+    values: Vec<Option<&'a [u8]>>,
+    piece_ids: Vec<&'a [u8]>,
+    piece_values: Vec<&'a [u8]>,
+}
+
+impl<'a> Bound<'a> {
+    fn new(stored: impl Iterator<Item = Option<&'a Stored>>) -> Self {
+        let mut bound = Self {
+            tags: Vec::new(),
+            values: Vec::new(),
+            piece_ids: Vec::new(),
+            piece_values: Vec::new(),
+        };
+        let mut seen = HashSet::new();
+        for value in stored {
+            bound.tags.push(value.map_or(sql::EMPTY_TAG, Stored::tag));
+            bound.values.push(value.map(Stored::bytes));
+            for (id, bytes) in value.into_iter().flat_map(Stored::pieces) {
+                if seen.insert(*id) {
+                    bound.piece_ids.push(id.as_bytes());
+                    bound.piece_values.push(bytes);
+                }
+            }
+        }
+        bound
+    }
 }
 
 impl PreparedPut {
@@ -719,21 +910,16 @@ impl PreparedPut {
             metadata: metadata.sanitized().to_json(),
             blob_channels: Vec::with_capacity(new_versions.len()),
             blob_versions: Vec::with_capacity(new_versions.len()),
-            blob_tags: Vec::with_capacity(new_versions.len()),
-            blob_values: Vec::with_capacity(new_versions.len()),
+            blobs: Vec::with_capacity(new_versions.len()),
         };
         for (channel, version) in new_versions {
-            let (tag, bytes) = match checkpoint.channel_values.get(channel) {
-                Some(value) => {
-                    let encoded = serializer.dumps(channel, value)?;
-                    (encoded.tag, Some(encoded.bytes))
-                }
-                None => (sql::EMPTY_TAG.to_owned(), None),
+            let stored = match checkpoint.channel_values.get(channel) {
+                Some(value) => Some(Stored::new(serializer.dumps(channel, value)?)),
+                None => None,
             };
             put.blob_channels.push(channel.clone());
             put.blob_versions.push(version.to_string());
-            put.blob_tags.push(tag);
-            put.blob_values.push(bytes);
+            put.blobs.push(stored);
         }
         checkpoint.channel_values.clear();
         put.checkpoint = serde_json::to_value(&checkpoint).map_err(|err| Error::InvalidInput {
@@ -826,6 +1012,8 @@ impl<'a> Listing<'a> {
         if rows.len() < page {
             self.done = true;
         }
+        let pieces = self.saver.pieces_of("list", &rows).await?;
+        let mut cache = ValueCache::new();
         for row in &rows {
             let read = |name: &str| {
                 row.try_get::<String, _>(name)
@@ -838,7 +1026,10 @@ impl<'a> Listing<'a> {
             });
             // A row that does not decode is an item of its own (unreadable
             // metadata counts as a match); the listing goes on past it.
-            if let Some(item) = self.saver.decode("list", row, &self.filter).transpose() {
+            let item = self
+                .saver
+                .decode("list", row, &self.filter, &pieces, &mut cache);
+            if let Some(item) = item.transpose() {
                 self.buffer.push_back(item);
                 if let Some(remaining) = &mut self.remaining {
                     *remaining -= 1;
@@ -1004,9 +1195,16 @@ impl CheckpointSaver for PostgresSaver {
                 })
             })
             .await?;
+        let pieces = self.pieces_of("get_tuple", &rows).await?;
         match rows.first() {
             None => Ok(None),
-            Some(row) => self.decode("get_tuple", row, &MetadataFilter::default()),
+            Some(row) => self.decode(
+                "get_tuple",
+                row,
+                &MetadataFilter::default(),
+                &pieces,
+                &mut ValueCache::new(),
+            ),
         }
     }
 
@@ -1061,26 +1259,24 @@ impl CheckpointSaver for PostgresSaver {
         // PostgreSQL refuses to upsert one row twice in a statement.
         let mut indexes: Vec<i64> = Vec::with_capacity(writes.len());
         let mut channels: Vec<String> = Vec::with_capacity(writes.len());
-        let mut tags: Vec<String> = Vec::with_capacity(writes.len());
-        let mut values: Vec<Vec<u8>> = Vec::with_capacity(writes.len());
+        let mut stored: Vec<Stored> = Vec::with_capacity(writes.len());
         for (position, (channel, value)) in writes.iter().enumerate() {
             let idx = write_index(channel, position);
-            let encoded = self.serializer.dumps(channel, value)?;
+            let value = Stored::new(self.serializer.dumps(channel, value)?);
             match indexes.iter().position(|i| *i == idx) {
                 Some(slot) if idx < 0 => {
                     channels[slot] = channel.clone();
-                    tags[slot] = encoded.tag;
-                    values[slot] = encoded.bytes;
+                    stored[slot] = value;
                 }
                 Some(_) => {}
                 None => {
                     indexes.push(idx);
                     channels.push(channel.clone());
-                    tags.push(encoded.tag);
-                    values.push(encoded.bytes);
+                    stored.push(value);
                 }
             }
         }
+        let values = &Bound::new(stored.iter().map(Some));
         if indexes.is_empty() {
             return Ok(());
         }
@@ -1091,7 +1287,7 @@ impl CheckpointSaver for PostgresSaver {
                 checkpoint_id.as_str()
             )
         };
-        let (indexes, channels, tags, values) = (&indexes, &channels, &tags, &values);
+        let (indexes, channels) = (&indexes, &channels);
         self.retry("put_writes", Some(&key), true, |conn| {
             Box::pin(async move {
                 let query = self
@@ -1103,9 +1299,21 @@ impl CheckpointSaver for PostgresSaver {
                     .bind(task_path)
                     .bind(indexes)
                     .bind(channels)
-                    .bind(tags)
-                    .bind(values);
-                self.execute(conn, query).await
+                    .bind(&values.tags)
+                    .bind(&values.values)
+                    .bind(&values.piece_ids)
+                    .bind(&values.piece_values);
+                if values.piece_ids.is_empty() {
+                    return self.execute(conn, query).await;
+                }
+                let mut tx = self.begin(conn).await?;
+                self.query(sql::SHARE_PIECES)
+                    .bind(&config.thread_id)
+                    .execute(&mut *tx)
+                    .await?;
+                query.execute(&mut *tx).await?;
+                tx.commit().await.map_err(Failure::Commit)?;
+                Ok(())
             })
         })
         .await
@@ -1243,8 +1451,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(put.blob_channels, ["a", "b", "cleared"]);
-        assert_eq!(put.blob_tags, ["json", "json", sql::EMPTY_TAG]);
-        assert_eq!(put.blob_values[2], None);
+        let bound = Bound::new(put.blobs.iter().map(Option::as_ref));
+        assert_eq!(bound.tags, ["json", "json", sql::EMPTY_TAG]);
+        assert_eq!(bound.values[2], None);
         assert_eq!(put.parent.as_deref(), Some("parent"));
         assert_eq!(put.checkpoint["channel_values"], json!({}));
         assert_eq!(put.metadata["k"], json!("xy"), "metadata is sanitized");

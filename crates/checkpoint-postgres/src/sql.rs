@@ -37,7 +37,7 @@ pub(crate) const SELECT_TUPLES: &str = "SELECT c.thread_id, c.checkpoint_ns, c.c
     ) w ON TRUE \
     WHERE TRUE";
 
-/// Stores the new blobs and the checkpoint in one statement. A re-put of the
+/// Stores the new blobs, their pieces and the checkpoint in one statement. A re-put of the
 /// same id replaces checkpoint and metadata only when the parent is the same;
 /// otherwise no row is returned (a conflict) and the caller rolls back, which
 /// also undoes the blobs.
@@ -50,6 +50,10 @@ pub(crate) const PUT: &str = "WITH blobs AS ( \
         FROM UNNEST($7::text[], $8::text[], $9::text[], $10::bytea[]) \
             AS b(channel, version, tag, value) \
         ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING \
+    ), pieces AS ( \
+        INSERT INTO stategraph_checkpoint_pieces (thread_id, id, value) \
+        SELECT $1, p.id, p.value FROM UNNEST($11::bytea[], $12::bytea[]) AS p(id, value) \
+        ON CONFLICT (thread_id, id) DO NOTHING \
     ) \
     INSERT INTO stategraph_checkpoints \
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
@@ -75,10 +79,45 @@ pub(crate) const LOCK_HEAD: &str = "SELECT pg_advisory_xact_lock(hashtext($1), h
 pub(crate) const HEAD: &str = "SELECT checkpoint_id FROM stategraph_checkpoints \
     WHERE thread_id = $1 AND checkpoint_ns = $2 ORDER BY checkpoint_id DESC LIMIT 1";
 
-/// Stores a task's writes in one statement. Ordinary writes (index >= 0) are
-/// first-writer-wins, special writes (negative index) last-writer-wins,
-/// decided per row.
-pub(crate) const PUT_WRITES: &str = "INSERT INTO stategraph_checkpoint_writes \
+/// Takes, until commit, the lock of thread `$1`'s pieces: shared by every
+/// transaction that stores pieces (it may rely on a piece already stored),
+/// exclusive ([`LOCK_PIECES`]) while [`STORED_SKELETONS`] and
+/// [`COLLECT_PIECES`] decide which pieces nothing refers to any more.
+pub(crate) const SHARE_PIECES: &str =
+    "SELECT pg_advisory_xact_lock_shared(hashtext($1), 1885693795)";
+
+/// The exclusive form of [`SHARE_PIECES`] for each thread in `$1`, taken in
+/// thread order so that two collections never wait for each other.
+pub(crate) const LOCK_PIECES: &str = "SELECT pg_advisory_xact_lock(hashtext(t), 1885693795) \
+    FROM (SELECT t FROM UNNEST($1::text[]) AS t ORDER BY t) AS threads";
+
+/// The skeletons (values stored with tag `$2`) of the threads in `$1`.
+pub(crate) const STORED_SKELETONS: &str = "SELECT thread_id, value \
+        FROM stategraph_checkpoint_blobs WHERE thread_id = ANY($1) AND tag = $2 \
+    UNION ALL SELECT thread_id, value \
+        FROM stategraph_checkpoint_writes WHERE thread_id = ANY($1) AND tag = $2";
+
+/// Deletes the pieces of the threads in `$1` but those listed as
+/// `($2[i], $3[i])` (thread, id).
+pub(crate) const COLLECT_PIECES: &str = "DELETE FROM stategraph_checkpoint_pieces p \
+    WHERE p.thread_id = ANY($1) AND (p.thread_id, p.id) NOT IN ( \
+        SELECT k.thread_id, k.id FROM UNNEST($2::text[], $3::bytea[]) AS k(thread_id, id))";
+
+/// The pieces `($1[i], $2[i])` (thread, id) that are stored.
+pub(crate) const SELECT_PIECES: &str = "SELECT p.thread_id, p.id, p.value \
+    FROM stategraph_checkpoint_pieces p \
+    JOIN UNNEST($1::text[], $2::bytea[]) AS k(thread_id, id) \
+        ON p.thread_id = k.thread_id AND p.id = k.id";
+
+/// Stores a task's writes and their pieces in one statement. Ordinary
+/// writes (index >= 0) are first-writer-wins, special writes (negative
+/// index) last-writer-wins, decided per row.
+pub(crate) const PUT_WRITES: &str = "WITH pieces AS ( \
+        INSERT INTO stategraph_checkpoint_pieces (thread_id, id, value) \
+        SELECT $1, p.id, p.value FROM UNNEST($10::bytea[], $11::bytea[]) AS p(id, value) \
+        ON CONFLICT (thread_id, id) DO NOTHING \
+    ) \
+    INSERT INTO stategraph_checkpoint_writes \
         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, tag, value) \
     SELECT $1, $2, $3, $4, $5, w.idx, w.channel, w.tag, w.value \
     FROM UNNEST($6::bigint[], $7::text[], $8::text[], $9::bytea[]) AS w(idx, channel, tag, value) \
@@ -93,6 +132,8 @@ pub(crate) const DELETE_THREADS: &str = "WITH writes AS ( \
         DELETE FROM stategraph_checkpoint_writes WHERE thread_id = ANY($1) \
     ), blobs AS ( \
         DELETE FROM stategraph_checkpoint_blobs WHERE thread_id = ANY($1) \
+    ), pieces AS ( \
+        DELETE FROM stategraph_checkpoint_pieces WHERE thread_id = ANY($1) \
     ) \
     DELETE FROM stategraph_checkpoints WHERE thread_id = ANY($1)";
 
@@ -137,7 +178,11 @@ pub(crate) const COLLECT_BLOBS: &str = "DELETE FROM stategraph_checkpoint_blobs 
 
 /// Copies thread `$1` to thread `$2` in one statement, replacing what the
 /// target already holds under the same keys.
-pub(crate) const COPY_THREAD: &str = "WITH blobs AS ( \
+pub(crate) const COPY_THREAD: &str = "WITH pieces AS ( \
+        INSERT INTO stategraph_checkpoint_pieces (thread_id, id, value) \
+        SELECT $2, id, value FROM stategraph_checkpoint_pieces WHERE thread_id = $1 \
+        ON CONFLICT (thread_id, id) DO NOTHING \
+    ), blobs AS ( \
         INSERT INTO stategraph_checkpoint_blobs \
             (thread_id, checkpoint_ns, channel, version, tag, value) \
         SELECT $2, checkpoint_ns, channel, version, tag, value \

@@ -868,3 +868,133 @@ async fn cp_ext_15_works_through_a_transaction_mode_pooler() {
     }
     assert_eq!(wins, 1, "exactly one writer extends the head");
 }
+
+/// Issue 21, observation 12: a large string in the input, the input task's
+/// write and the next checkpoint's channel is stored once for the thread
+/// (PostgreSQL would compress repetitive text, so the text is not);
+/// pruning drops only the pieces nothing reads any more; a piece deleted
+/// behind the saver's back is a typed error naming thread and channel; and
+/// deleting the thread deletes its pieces.
+#[tokio::test]
+async fn t21_large_strings_are_stored_once_per_thread() {
+    let Some(url) = common::url("t21_large_strings_are_stored_once_per_thread") else {
+        return;
+    };
+    let saver = Schema::saver(&url).await;
+    let tid = thread_id();
+    let stored = |sql: &'static str| {
+        let (saver, tid) = (&saver, tid.clone());
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(tid)
+                .fetch_one(saver.pool())
+                .await
+                .unwrap()
+        }
+    };
+    let big = stategraph_conformance::fixtures::large_text("big", 1 << 20);
+    let version = ChannelVersion::new(1, 0);
+    let input =
+        Checkpoint::empty().with_channel("__start__", Value::new(json!({"text": big})), version);
+    let versions = input.channel_versions.clone();
+    let c1 = saver
+        .put(
+            &CheckpointConfig::thread(&tid),
+            input,
+            loop_metadata(0),
+            versions,
+        )
+        .await
+        .unwrap();
+    saver
+        .put_writes(
+            &c1,
+            vec![("text".into(), Value::new(big.clone()))],
+            "start",
+            "",
+        )
+        .await
+        .unwrap();
+    let put = |parent: CheckpointConfig, checkpoint: Checkpoint| {
+        let saver = &saver;
+        async move {
+            let versions = checkpoint.channel_versions.clone();
+            saver
+                .put(&parent, checkpoint, loop_metadata(1), versions)
+                .await
+                .unwrap()
+        }
+    };
+    let step = Checkpoint::empty().with_channel("text", Value::new(big.clone()), version);
+    let c2 = put(c1.clone(), step).await;
+    let pieces = "SELECT count(*) FROM stategraph_checkpoint_pieces WHERE thread_id = $1";
+    assert_eq!(stored(pieces).await, 1);
+    let piece = stored(
+        "SELECT sum(length(value))::bigint FROM stategraph_checkpoint_pieces WHERE thread_id = $1",
+    )
+    .await;
+    assert!(piece > 1 << 20, "the piece holds the text: {piece}");
+    let rest = stored(
+        "SELECT ((SELECT sum(length(value)) FROM stategraph_checkpoint_blobs WHERE thread_id = $1) \
+         + (SELECT sum(length(value)) FROM stategraph_checkpoint_writes WHERE thread_id = $1))::bigint",
+    )
+    .await;
+    assert!(
+        rest < 1024,
+        "values and writes hold skeletons only: {rest} bytes"
+    );
+    let read = saver.get_tuple(&c1).await.unwrap().unwrap();
+    assert_eq!(read.pending_writes[0].value.to_json().unwrap(), json!(big));
+    assert_eq!(
+        read.checkpoint.channel_values["__start__"]
+            .to_json()
+            .unwrap(),
+        json!({"text": big})
+    );
+    let history = list_all(&saver, ListQuery::thread(&tid)).await;
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[0].checkpoint.channel_values["text"]
+            .to_json()
+            .unwrap(),
+        json!(big)
+    );
+
+    // A new text replaces the old one; pruning to the latest keeps its piece only.
+    let other = stategraph_conformance::fixtures::large_text("other", 1 << 16);
+    let next = Checkpoint::empty().with_channel(
+        "text",
+        Value::new(other.clone()),
+        ChannelVersion::new(2, 0),
+    );
+    let c3 = put(c2, next).await;
+    assert_eq!(stored(pieces).await, 2);
+    saver
+        .prune(
+            std::slice::from_ref(&tid),
+            stategraph_checkpoint::PruneStrategy::KeepLatest,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored(pieces).await, 1);
+    let latest = saver.get_tuple(&c3).await.unwrap().unwrap();
+    assert_eq!(
+        latest.checkpoint.channel_values["text"].to_json().unwrap(),
+        json!(other)
+    );
+
+    stored("WITH gone AS (DELETE FROM stategraph_checkpoint_pieces WHERE thread_id = $1 RETURNING 1) SELECT count(*) FROM gone").await;
+    let err = saver.get_tuple(&c3).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Piece { thread_id, channel, .. } if *thread_id == tid && channel == "text"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Backend);
+
+    let again =
+        Checkpoint::empty().with_channel("text", Value::new(big), ChannelVersion::new(3, 0));
+    put(c3, again).await;
+    assert_eq!(stored(pieces).await, 1);
+    saver.delete_thread(&tid).await.unwrap();
+    assert_eq!(stored(pieces).await, 0);
+}

@@ -6,11 +6,12 @@
 //! waiting. Readers open deferred transactions so that a checkpoint, its
 //! values and its writes come from one snapshot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
-use stategraph_checkpoint::serde::{Encoded, JsonSerializer, Serializer};
+use stategraph_checkpoint::pieces::{self, PIECED_TAG, PieceId, Stored};
+use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
     CheckpointTuple, Error, ListQuery, MetadataFilter, PendingWrite, PruneStrategy, Result, Value,
@@ -36,7 +37,7 @@ pub(crate) struct PutRequest {
     document: String,
     metadata: String,
     /// (channel, version, value); `None` records the version without a value.
-    blobs: Vec<(String, String, Option<Encoded>)>,
+    blobs: Vec<(String, String, Option<Stored>)>,
     require_head: bool,
 }
 
@@ -54,11 +55,11 @@ impl PutRequest {
         let mut blobs = Vec::with_capacity(new_versions.len());
         for (channel, version) in new_versions {
             let encoded = match checkpoint.channel_values.get(channel) {
-                Some(value) => Some(
+                Some(value) => Some(Stored::new(
                     JsonSerializer
                         .dumps(channel, value)
                         .map_err(|err| in_operation(operation, err))?,
-                ),
+                )),
                 None => None,
             };
             blobs.push((channel.clone(), version.to_string(), encoded));
@@ -177,9 +178,9 @@ pub(crate) fn put(conn: &mut Connection, req: &PutRequest) -> Result<()> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .map_err(sqlite_in(op))?;
-        for (channel, version, encoded) in &req.blobs {
-            let (tag, bytes) = match encoded {
-                Some(encoded) => (encoded.tag.as_str(), Some(encoded.bytes.as_slice())),
+        for (channel, version, stored) in &req.blobs {
+            let (tag, bytes) = match stored {
+                Some(stored) => (stored.tag(), Some(stored.bytes())),
                 None => (EMPTY_TAG, None),
             };
             stmt.execute(params![
@@ -192,8 +193,29 @@ pub(crate) fn put(conn: &mut Connection, req: &PutRequest) -> Result<()> {
             ])
             .map_err(sqlite_in(op))?;
         }
+        put_pieces(&tx, &req.thread_id, req.blobs.iter().flat_map(|b| &b.2), op)?;
     }
     tx.commit().map_err(sqlite_in(op))
+}
+
+/// Stores the pieces of `values` for `thread_id`, each once.
+fn put_pieces<'a>(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    values: impl Iterator<Item = &'a Stored>,
+    op: &'static str,
+) -> Result<()> {
+    let mut seen = HashSet::new();
+    for (id, bytes) in values.flat_map(Stored::pieces) {
+        if seen.insert(*id) {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO pieces (thread_id, id, bytes) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![thread_id, &id.as_bytes()[..], bytes]))
+            .map_err(sqlite_in(op))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes of one task, ready to be stored.
@@ -204,7 +226,7 @@ pub(crate) struct WritesRequest {
     task_id: String,
     task_path: String,
     /// (index, channel, value).
-    writes: Vec<(i64, String, Encoded)>,
+    writes: Vec<(i64, String, Stored)>,
 }
 
 impl WritesRequest {
@@ -231,7 +253,11 @@ impl WritesRequest {
                 let encoded = JsonSerializer
                     .dumps(&channel, &value)
                     .map_err(|err| in_operation("put_writes", err))?;
-                Ok((write_index(&channel, position), channel, encoded))
+                Ok((
+                    write_index(&channel, position),
+                    channel,
+                    Stored::new(encoded),
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
@@ -275,7 +301,7 @@ pub(crate) fn put_writes(conn: &mut Connection, req: &WritesRequest) -> Result<(
                                bytes = excluded.bytes, task_path = excluded.task_path",
             )
             .map_err(sqlite_in(op))?;
-        for (idx, channel, encoded) in &req.writes {
+        for (idx, channel, stored) in &req.writes {
             let stmt = if *idx >= 0 {
                 &mut first_wins
             } else {
@@ -288,12 +314,13 @@ pub(crate) fn put_writes(conn: &mut Connection, req: &WritesRequest) -> Result<(
                 req.task_id,
                 idx,
                 channel,
-                encoded.tag,
-                encoded.bytes,
+                stored.tag(),
+                stored.bytes(),
                 req.task_path
             ])
             .map_err(sqlite_in(op))?;
         }
+        put_pieces(&tx, &req.thread_id, req.writes.iter().map(|w| &w.2), op)?;
     }
     tx.commit().map_err(sqlite_in(op))
 }
@@ -374,17 +401,24 @@ pub(crate) fn get_tuple(
         return Ok(None);
     };
     let metadata = row.metadata(op)?;
-    let tuple = assemble(&tx, row, metadata, op)?;
+    let tuple = assemble(&tx, row, metadata, &mut ValueCache::new(), op)?;
     tx.commit().map_err(sqlite_in(op))?;
     Ok(Some(tuple))
 }
 
+/// Channel values already decoded while reading several checkpoints, by
+/// thread, namespace, channel and version: the checkpoints of a history
+/// that share a version share its value instead of each decoding a copy.
+type ValueCache = HashMap<(String, String, String, String), Option<Value>>;
+
 /// Builds the tuple of a row: decodes the document, reads the blobs of its
-/// channel versions and its pending writes.
+/// channel versions (from `cache` when decoded before) and its pending
+/// writes.
 fn assemble(
     conn: &Connection,
     row: StoredRow,
     metadata: CheckpointMetadata,
+    cache: &mut ValueCache,
     op: &'static str,
 ) -> Result<CheckpointTuple> {
     let mut checkpoint: Checkpoint = serde_json::from_str(&row.document)
@@ -398,16 +432,22 @@ fn assemble(
             )
             .map_err(sqlite_in(op))?;
         for (channel, version) in &checkpoint.channel_versions {
+            let key = (
+                row.thread_id.clone(),
+                row.checkpoint_ns.clone(),
+                channel.clone(),
+                version.to_string(),
+            );
+            if let Some(cached) = cache.get(&key) {
+                if let Some(value) = cached {
+                    values.insert(channel.clone(), value.clone());
+                }
+                continue;
+            }
             let blob: Option<(String, Option<Vec<u8>>)> = stmt
-                .query_row(
-                    params![
-                        row.thread_id,
-                        row.checkpoint_ns,
-                        channel,
-                        version.to_string()
-                    ],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+                .query_row(params![key.0, key.1, key.2, key.3], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .optional()
                 .map_err(sqlite_in(op))?;
             // No row at all is data loss; a row tagged `empty` is a cleared channel.
@@ -421,9 +461,11 @@ fn assemble(
                     version: *version,
                 });
             };
-            if let Some(value) = decode(channel, &tag, bytes.as_deref(), op)? {
-                values.insert(channel.clone(), value);
+            let value = decode(conn, &row.thread_id, channel, &tag, bytes.as_deref(), op)?;
+            if let Some(value) = &value {
+                values.insert(channel.clone(), value.clone());
             }
+            cache.insert(key, value);
         }
     }
     checkpoint.channel_values = values;
@@ -451,7 +493,8 @@ fn assemble(
         let mut writes = Vec::new();
         for item in rows {
             let (task_id, channel, tag, bytes) = item.map_err(sqlite_in(op))?;
-            let value = decode(&channel, &tag, bytes.as_deref(), op)?.unwrap_or_else(Value::null);
+            let value = decode(conn, &row.thread_id, &channel, &tag, bytes.as_deref(), op)?
+                .unwrap_or_else(Value::null);
             writes.push(PendingWrite {
                 task_id,
                 channel,
@@ -475,7 +518,11 @@ fn assemble(
     ))
 }
 
+/// Decodes a stored value of `thread_id` (`None`: a cleared channel),
+/// joining a skeleton with its pieces first.
 fn decode(
+    conn: &Connection,
+    thread_id: &str,
     channel: &str,
     tag: &str,
     bytes: Option<&[u8]>,
@@ -484,10 +531,29 @@ fn decode(
     if tag == EMPTY_TAG {
         return Ok(None);
     }
-    JsonSerializer
-        .loads(channel, tag, bytes.unwrap_or_default())
-        .map(Some)
-        .map_err(|err| in_operation(op, err))
+    let bytes = bytes.unwrap_or_default();
+    let value = if tag == PIECED_TAG {
+        let mut stmt = conn
+            .prepare_cached("SELECT bytes FROM pieces WHERE thread_id = ?1 AND id = ?2")
+            .map_err(sqlite_in(op))?;
+        let joined = pieces::join(bytes, |id| {
+            stmt.query_row(params![thread_id, &id.as_bytes()[..]], |r| {
+                r.get::<_, Vec<u8>>(0)
+            })
+            .optional()
+            .map_err(sqlite_in(op))
+        })?
+        .map_err(|source| Error::Piece {
+            operation: op,
+            thread_id: thread_id.to_owned(),
+            channel: channel.to_owned(),
+            source,
+        })?;
+        JsonSerializer.loads(channel, JsonSerializer::TAG, &joined)
+    } else {
+        JsonSerializer.loads(channel, tag, bytes)
+    };
+    value.map(Some).map_err(|err| in_operation(op, err))
 }
 
 /// Where a listing stopped: the sort key of the last row examined.
@@ -536,6 +602,7 @@ pub(crate) fn list_page(
             .map_err(sqlite_in(op))?
     };
     let total = fetched.len();
+    let mut cache = ValueCache::new();
     let mut page = Page {
         items: Vec::new(),
         cursor: None,
@@ -548,7 +615,9 @@ pub(crate) fn list_page(
             checkpoint_ns: row.checkpoint_ns.clone(),
         });
         let item = match row.metadata(op) {
-            Ok(metadata) if filter.matches(&metadata) => assemble(&tx, row, metadata, op),
+            Ok(metadata) if filter.matches(&metadata) => {
+                assemble(&tx, row, metadata, &mut cache, op)
+            }
             Ok(_) => continue,
             // Unreadable metadata cannot be filtered: report the row.
             Err(err) => Err(err),
@@ -639,6 +708,7 @@ fn remove_thread(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> Res
     for sql in [
         "DELETE FROM writes WHERE thread_id = ?1",
         "DELETE FROM blobs WHERE thread_id = ?1",
+        "DELETE FROM pieces WHERE thread_id = ?1",
         "DELETE FROM checkpoints WHERE thread_id = ?1",
     ] {
         tx.prepare_cached(sql)
@@ -707,6 +777,8 @@ pub(crate) fn copy_thread(conn: &mut Connection, source: &str, target: &str) -> 
         "INSERT OR IGNORE INTO blobs (thread_id, checkpoint_ns, channel, version, tag, bytes)
          SELECT ?2, checkpoint_ns, channel, version, tag, bytes
          FROM blobs WHERE thread_id = ?1",
+        "INSERT OR IGNORE INTO pieces (thread_id, id, bytes)
+         SELECT ?2, id, bytes FROM pieces WHERE thread_id = ?1",
         "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
                              channel, tag, bytes, task_path)
          SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, tag, bytes, task_path
@@ -771,7 +843,8 @@ pub(crate) fn prune(
 }
 
 /// Deletes the blobs of a thread that no remaining checkpoint of the thread
-/// references (by namespace, channel and version).
+/// references (by namespace, channel and version), then the pieces no
+/// remaining blob or write refers to.
 fn collect_garbage(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> Result<()> {
     tx.prepare_cached(
         "DELETE FROM blobs WHERE thread_id = ?1
@@ -782,6 +855,34 @@ fn collect_garbage(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> R
     )
     .and_then(|mut stmt| stmt.execute([thread_id]))
     .map_err(sqlite_in(op))?;
+    let column = |sql: &str, args: &[&dyn rusqlite::ToSql]| -> Result<Vec<Vec<u8>>> {
+        tx.prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_map(args, |r| r.get(0))?.collect())
+            .map_err(sqlite_in(op))
+    };
+    let skeletons = column(
+        "SELECT bytes FROM blobs WHERE thread_id = ?1 AND tag = ?2
+         UNION ALL SELECT bytes FROM writes WHERE thread_id = ?1 AND tag = ?2",
+        params![thread_id, PIECED_TAG],
+    )?;
+    let referenced: HashSet<PieceId> = skeletons
+        .iter()
+        .flat_map(|skeleton| pieces::references(skeleton))
+        .collect();
+    let stored = column(
+        "SELECT id FROM pieces WHERE thread_id = ?1",
+        params![thread_id],
+    )?;
+    let mut delete = tx
+        .prepare_cached("DELETE FROM pieces WHERE thread_id = ?1 AND id = ?2")
+        .map_err(sqlite_in(op))?;
+    for id in stored {
+        if PieceId::from_slice(&id).is_none_or(|id| !referenced.contains(&id)) {
+            delete
+                .execute(params![thread_id, id])
+                .map_err(sqlite_in(op))?;
+        }
+    }
     Ok(())
 }
 

@@ -83,17 +83,32 @@ const MIGRATIONS: &[&str] = &[
         embedding BLOB NOT NULL,
         PRIMARY KEY (namespace, key, idx)
     );",
+    // 5: large strings cut out of stored values, once per thread
+    // (`stategraph_checkpoint::pieces`); `id` is the SHA-256 of `bytes`.
+    "CREATE TABLE IF NOT EXISTS pieces (
+        thread_id TEXT NOT NULL,
+        id BLOB NOT NULL,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (thread_id, id)
+    );",
 ];
 
 /// The schema version this build writes and reads.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// The size a write-ahead log is cut back to once its content is in the
+/// database: one large write no longer leaves a log as large as itself on
+/// disk for good.
+const WAL_SIZE_LIMIT: i64 = 16 << 20;
+
 /// Applies the settings every connection gets: the busy timeout (first, so
-/// that the other statements wait for locks too), a statement cache and,
-/// with the `sqlite-vec` feature, sqlite-vec's functions.
+/// that the other statements wait for locks too), a statement cache, the
+/// log's size limit and, with the `sqlite-vec` feature, sqlite-vec's
+/// functions.
 pub(crate) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(64);
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     #[cfg(feature = "sqlite-vec")]
     crate::vec::register(conn)?;
     Ok(())

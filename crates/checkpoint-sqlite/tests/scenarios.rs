@@ -933,3 +933,109 @@ async fn metadata_with_foreign_known_keys_round_trips() {
         .unwrap();
     assert_eq!(stored.metadata, metadata);
 }
+
+/// Stores `checkpoint` as the child of `parent`, every version new.
+async fn put(
+    saver: &SqliteSaver,
+    parent: &CheckpointConfig,
+    checkpoint: Checkpoint,
+) -> CheckpointConfig {
+    let versions = checkpoint.channel_versions.clone();
+    saver
+        .put(parent, checkpoint, metadata(0), versions)
+        .await
+        .unwrap()
+}
+
+/// Issue 21, observation 12: a large string in the input, the input task's
+/// write and the next checkpoint's channel is stored once for the thread;
+/// pruning drops only the pieces nothing reads any more; a piece deleted
+/// behind the saver's back is a typed error naming thread and channel; and
+/// deleting the thread deletes its pieces.
+#[tokio::test]
+async fn large_strings_are_stored_once_per_thread() {
+    let (_dir, path) = temp_db();
+    let saver = SqliteSaver::open(&path).unwrap();
+    let conn = raw(&path);
+    let big = stategraph_conformance::fixtures::large_text("big", 1 << 20);
+    let version = ChannelVersion::new(1, 0);
+    let input =
+        Checkpoint::empty().with_channel("__start__", Value::new(json!({"text": big})), version);
+    let c1 = saver
+        .put(
+            &CheckpointConfig::thread("t"),
+            input.clone(),
+            metadata(-1),
+            input.channel_versions.clone(),
+        )
+        .await
+        .unwrap();
+    saver
+        .put_writes(
+            &c1,
+            vec![("text".into(), Value::new(big.clone()))],
+            "start",
+            "",
+        )
+        .await
+        .unwrap();
+    let step = Checkpoint::empty().with_channel("text", Value::new(big.clone()), version);
+    let c2 = put(&saver, &c1, step).await;
+    let stored = |sql: &str| count(&conn, sql);
+    assert_eq!(stored("SELECT count(*) FROM pieces"), 1);
+    let piece = stored("SELECT sum(length(bytes)) FROM pieces");
+    assert!(piece > 1 << 20, "the piece holds the text: {piece}");
+    let rest = stored(
+        "SELECT (SELECT sum(length(bytes)) FROM blobs) + (SELECT sum(length(bytes)) FROM writes)",
+    );
+    assert!(
+        rest < 1024,
+        "values and writes hold skeletons only: {rest} bytes"
+    );
+    let read = saver.get_tuple(&c1).await.unwrap().unwrap();
+    assert_eq!(read.pending_writes[0].value.to_json().unwrap(), json!(big));
+    assert_eq!(
+        read.checkpoint.channel_values["__start__"]
+            .to_json()
+            .unwrap(),
+        json!({"text": big})
+    );
+
+    // A new text replaces the old one; pruning to the latest keeps its piece only.
+    let other = stategraph_conformance::fixtures::large_text("other", 1 << 16);
+    let next = Checkpoint::empty().with_channel(
+        "text",
+        Value::new(other.clone()),
+        ChannelVersion::new(2, 0),
+    );
+    let c3 = put(&saver, &c2, next).await;
+    assert_eq!(stored("SELECT count(*) FROM pieces"), 2);
+    saver
+        .prune(&["t".into()], PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    assert_eq!(stored("SELECT count(*) FROM pieces"), 1);
+    let latest = saver.get_tuple(&c3).await.unwrap().unwrap();
+    assert_eq!(
+        latest.checkpoint.channel_values["text"].to_json().unwrap(),
+        json!(other)
+    );
+
+    conn.execute("DELETE FROM pieces", []).unwrap();
+    let err = saver.get_tuple(&c3).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Piece { thread_id, channel, .. } if thread_id == "t" && channel == "text"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Backend);
+
+    put(
+        &saver,
+        &c3,
+        Checkpoint::empty().with_channel("text", Value::new(big), ChannelVersion::new(3, 0)),
+    )
+    .await;
+    assert_eq!(stored("SELECT count(*) FROM pieces"), 1);
+    saver.delete_thread("t").await.unwrap();
+    assert_eq!(stored("SELECT count(*) FROM pieces"), 0);
+}

@@ -6,6 +6,7 @@ use stategraph_core::limits::LimitError;
 use stategraph_core::{CheckpointId, ErrorKind, ValueError};
 
 use crate::ChannelVersion;
+use crate::pieces::JoinError;
 
 /// Result of checkpoint operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -118,6 +119,21 @@ pub enum Error {
         /// The version the checkpoint lists for the channel.
         version: ChannelVersion,
     },
+    /// A stored value refers to a piece (a large string stored once per
+    /// thread, see [`crate::pieces`]) that is not stored, or its stored
+    /// skeleton is malformed: deleted or damaged behind the saver's back.
+    #[error("{operation} failed for thread {thread_id:?}, channel {channel:?}: {source}")]
+    Piece {
+        /// The saver operation.
+        operation: &'static str,
+        /// The thread of the value.
+        thread_id: String,
+        /// The channel of the value.
+        channel: String,
+        /// What is wrong with the piece.
+        #[source]
+        source: JoinError,
+    },
     /// The operation did not finish within its time limit (a statement the
     /// database cancelled, or a backend that stopped answering).
     #[error("{operation} timed out after {limit:?}: {source}")]
@@ -154,7 +170,9 @@ impl Error {
             // Stored data that is gone is a failure of the storage, not of the
             // request (`InvalidInput`) nor of a value's encoding
             // (`Serialization`); corrupt rows are `Backend` errors too.
-            Self::Integrity { .. } | Self::Backend { .. } => ErrorKind::Backend,
+            Self::Integrity { .. } | Self::Piece { .. } | Self::Backend { .. } => {
+                ErrorKind::Backend
+            }
             Self::Timeout { .. } => ErrorKind::Timeout,
         }
     }

@@ -5,6 +5,7 @@ mod error;
 mod filter;
 pub mod limits;
 mod memory;
+pub mod pieces;
 mod saver;
 pub mod serde;
 mod types;

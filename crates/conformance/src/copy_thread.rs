@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use stategraph_checkpoint::{CheckpointId, CheckpointSaver, CheckpointTuple, ListQuery};
+use stategraph_checkpoint::{CheckpointId, CheckpointSaver, CheckpointTuple, ListQuery, Value};
 
 use crate::fixtures::{
-    CHILD_NS, chain_steps, chain_values, config, config_ns, id_of, ids, list, list_ids, pending,
-    put_writes, task_id, text, thread_id,
+    CHILD_NS, chain_steps, chain_values, config, config_ns, delete_thread, get_found, id_of, ids,
+    json_of, large_text, list, list_ids, pending, put_values, put_writes, task_id, text, thread_id,
 };
 
 async fn copy_thread<S: CheckpointSaver>(saver: &S, source: &str, target: &str) {
@@ -177,5 +177,36 @@ pub async fn cp_ct_08_copy_missing_source<S: CheckpointSaver>(saver: &S) {
     assert!(
         list(saver, ListQuery::thread(&dst)).await.is_empty(),
         "CP-CT-08: target has no checkpoints"
+    );
+}
+
+/// CP-CT-09: a copy holds its own large strings (which a saver may store
+/// once per thread): it reads them back after the source is deleted.
+pub async fn cp_ct_09_copy_keeps_large_values<S: CheckpointSaver>(saver: &S) {
+    let (src, dst) = (thread_id(), thread_id());
+    let big = large_text("copied", 40_000);
+    let stored = put_values(saver, &config(&src), &[("big", Value::new(big.clone()))]).await;
+    put_writes(
+        saver,
+        &stored,
+        &task_id(),
+        &[("w", Value::new(big.clone()))],
+    )
+    .await;
+    copy_thread(saver, &src, &dst).await;
+    delete_thread(saver, &src).await;
+    let copy = get_found(saver, &config(&dst)).await;
+    assert_eq!(
+        copy.checkpoint.channel_values.get("big").map(json_of),
+        Some(serde_json::json!(big)),
+        "CP-CT-09: value"
+    );
+    assert_eq!(
+        copy.pending_writes
+            .iter()
+            .map(|w| json_of(&w.value))
+            .collect::<Vec<_>>(),
+        vec![serde_json::json!(big)],
+        "CP-CT-09: write"
     );
 }

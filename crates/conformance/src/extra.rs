@@ -16,8 +16,9 @@ use stategraph_core::ErrorKind;
 
 use crate::fixtures::{
     CHILD_NS, chain_steps, checkpoint, checkpoint_with, config, config_ns, delete_thread, get,
-    get_found, id_of, ids, list, list_ids, list_items, loop_metadata, metadata, pending, put,
-    put_values, put_with, put_writes, task_id, text, thread_id, try_list, values, version,
+    get_found, id_of, ids, json_of, large_text, list, list_ids, list_items, loop_metadata,
+    metadata, pending, put, put_values, put_with, put_writes, task_id, text, thread_id, try_list,
+    values, version,
 };
 
 /// CP-EXT-01: 32 tasks writing 8 writes each, concurrently, against one
@@ -689,5 +690,75 @@ pub async fn cp_ext_21_list_goes_on_past_an_unreadable_checkpoint<S: CheckpointS
         clean,
         vec![a1, a0],
         "{case}: other threads list without error"
+    );
+}
+
+/// CP-EXT-22: large strings (which a saver may store once per thread, see
+/// `stategraph_checkpoint::pieces`) round-trip exactly wherever they occur:
+/// alone, inside lists and objects, repeated within a value, shared by two
+/// channels, two checkpoints, a pending write and another thread; and a
+/// deleted thread takes them with it without touching the other thread.
+pub async fn cp_ext_22_large_strings_round_trip<S: CheckpointSaver>(saver: &S) {
+    let (a, b) = (large_text("A", 70_000), large_text("B", 20_000));
+    let (tid, other) = (thread_id(), thread_id());
+    let first = checkpoint()
+        .with_channel("big", Value::new(a.clone()), version(1))
+        .with_channel("list", Value::new(json!([a, b, "short"])), version(1));
+    let c1 = put(saver, &config(&tid), first, loop_metadata()).await;
+    put_writes(
+        saver,
+        &c1,
+        &task_id(),
+        &[
+            ("big", Value::new(a.clone())),
+            ("obj", Value::new(json!({"x": b}))),
+        ],
+    )
+    .await;
+    // The child keeps `big` at version 1 and writes `list` and `again` anew.
+    let second = checkpoint()
+        .with_channel("big", Value::new(a.clone()), version(1))
+        .with_channel("list", Value::new(json!([a, b, a])), version(2))
+        .with_channel("again", Value::new(a.clone()), version(1));
+    let mut new_versions = ChannelVersions::new();
+    new_versions.insert("list".into(), version(2));
+    new_versions.insert("again".into(), version(1));
+    let c2 = put_with(saver, &c1, second, loop_metadata(), new_versions).await;
+    put_values(saver, &config(&other), &[("big", Value::new(a.clone()))]).await;
+
+    let expect = |tuple: &CheckpointTuple, list: serde_json::Value, again: bool| {
+        let json = |channel: &str| tuple.checkpoint.channel_values.get(channel).map(json_of);
+        assert_eq!(json("big"), Some(json!(a)), "CP-EXT-22: big");
+        assert_eq!(json("list"), Some(list), "CP-EXT-22: list");
+        assert_eq!(json("again"), again.then(|| json!(a)), "CP-EXT-22: again");
+    };
+    let tuple1 = get_found(saver, &c1).await;
+    expect(&tuple1, json!([a, b, "short"]), false);
+    let writes: Vec<serde_json::Value> = tuple1
+        .pending_writes
+        .iter()
+        .map(|w| json_of(&w.value))
+        .collect();
+    assert_eq!(writes, vec![json!(a), json!({"x": b})], "CP-EXT-22: writes");
+    expect(&get_found(saver, &c2).await, json!([a, b, a]), true);
+    let listed = list(saver, ListQuery::thread(&tid)).await;
+    assert_eq!(
+        ids(&listed),
+        vec![id_of(&c2), id_of(&c1)],
+        "CP-EXT-22: list"
+    );
+    expect(&listed[0], json!([a, b, a]), true);
+    expect(&listed[1], json!([a, b, "short"]), false);
+
+    delete_thread(saver, &tid).await;
+    assert!(
+        get(saver, &config(&tid)).await.is_none(),
+        "CP-EXT-22: deleted"
+    );
+    let kept = get_found(saver, &config(&other)).await;
+    assert_eq!(
+        kept.checkpoint.channel_values.get("big").map(json_of),
+        Some(json!(a)),
+        "CP-EXT-22: the other thread keeps its copy"
     );
 }

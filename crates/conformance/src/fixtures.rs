@@ -68,6 +68,15 @@ pub fn text_of_bytes(prefix: &str, bytes: usize) -> String {
     text
 }
 
+/// A string of about `bytes` bytes, named by `prefix`, that a saver may store
+/// as a piece (`stategraph_checkpoint::pieces`): pseudo-random text with
+/// quotes, backslashes, a NUL and a newline, so its JSON form has escapes.
+pub fn large_text(prefix: &str, bytes: usize) -> String {
+    let mut text = text_of_bytes(prefix, bytes);
+    text.push_str("\"q\" \\ \u{0}\n end");
+    text
+}
+
 /// The version with counter `counter` and salt 0: two calls with the same
 /// counter give the same version (the checklist's integer versions).
 pub fn version(counter: u64) -> ChannelVersion {

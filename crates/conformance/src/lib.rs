@@ -233,6 +233,7 @@ macro_rules! __conformance_group {
             cp_ext_12_writes_for_unstored_checkpoint,
             cp_ext_21_missing_value_is_an_integrity_error,
             cp_ext_21_list_goes_on_past_an_unreadable_checkpoint,
+            cp_ext_22_large_strings_round_trip,
         );
     };
     (limits) => {
@@ -265,6 +266,7 @@ macro_rules! __conformance_group {
             cp_ct_06_copy_keeps_ids_and_order,
             cp_ct_07_copy_leaves_source_unchanged,
             cp_ct_08_copy_missing_source,
+            cp_ct_09_copy_keeps_large_values,
         );
     };
     (prune) => {
@@ -277,6 +279,7 @@ macro_rules! __conformance_group {
             cp_pr_06_other_threads_untouched,
             cp_pr_07_no_threads_is_noop,
             cp_pr_08_missing_thread_is_noop,
+            cp_pr_09_keep_latest_keeps_large_values,
         );
     };
     (put_if_head) => {
@@ -371,9 +374,9 @@ mod tests {
             );
             total += cases.len();
         }
-        // 81 official cases (CP-DH is not claimed), 15 CP-BK, 9 CP-EXT, 8 CP-HD,
-        // 5 CP-LIM.
-        assert_eq!(total, 118);
+        // 81 official cases (CP-DH is not claimed) and 2 on large strings
+        // (CP-CT-09, CP-PR-09), 15 CP-BK, 10 CP-EXT, 8 CP-HD, 5 CP-LIM.
+        assert_eq!(total, 121);
     }
 
     #[test]

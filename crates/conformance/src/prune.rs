@@ -4,11 +4,12 @@
 //! from the value stored by the oldest one, so keeping the latest must keep
 //! that value readable.
 
-use stategraph_checkpoint::{CheckpointSaver, ListQuery, PruneStrategy};
+use stategraph_checkpoint::{ChannelVersions, CheckpointSaver, ListQuery, PruneStrategy, Value};
 
 use crate::fixtures::{
-    CHILD_NS, chain_steps, chain_values, config, config_ns, get_found, id_of, list, list_ids,
-    pending, put_writes, task_id, text, thread_id,
+    CHILD_NS, chain_steps, chain_values, checkpoint, config, config_ns, get_found, id_of, json_of,
+    large_text, list, list_ids, loop_metadata, pending, put, put_with, put_writes, task_id, text,
+    thread_id, version,
 };
 
 async fn prune<S: CheckpointSaver>(saver: &S, threads: &[String], strategy: PruneStrategy) {
@@ -127,4 +128,39 @@ pub async fn cp_pr_08_missing_thread_is_noop<S: CheckpointSaver>(saver: &S) {
         .prune(&[thread_id()], PruneStrategy::KeepLatest)
         .await
         .unwrap_or_else(|err| panic!("CP-PR-08: pruning a missing thread must succeed: {err}"));
+}
+
+/// CP-PR-09: pruning to the latest checkpoint keeps the large strings it
+/// reads, whether stored by it or by an older checkpoint (a saver may store
+/// them once per thread and drop those nothing refers to any more).
+pub async fn cp_pr_09_keep_latest_keeps_large_values<S: CheckpointSaver>(saver: &S) {
+    let tid = thread_id();
+    let (old, new, kept) = (
+        large_text("old", 30_000),
+        large_text("new", 30_000),
+        large_text("kept", 30_000),
+    );
+    let first = checkpoint()
+        .with_channel("changed", Value::new(old), version(1))
+        .with_channel("kept", Value::new(kept.clone()), version(1));
+    let c1 = put(saver, &config(&tid), first, loop_metadata()).await;
+    let second = checkpoint()
+        .with_channel("changed", Value::new(new.clone()), version(2))
+        .with_channel("kept", Value::new(kept.clone()), version(1));
+    let mut new_versions = ChannelVersions::new();
+    new_versions.insert("changed".into(), version(2));
+    put_with(saver, &c1, second, loop_metadata(), new_versions).await;
+    prune(saver, std::slice::from_ref(&tid), PruneStrategy::KeepLatest).await;
+    let latest = get_found(saver, &config(&tid)).await;
+    let read = |channel: &str| latest.checkpoint.channel_values.get(channel).map(json_of);
+    assert_eq!(
+        read("changed"),
+        Some(serde_json::json!(new)),
+        "CP-PR-09: changed"
+    );
+    assert_eq!(
+        read("kept"),
+        Some(serde_json::json!(kept)),
+        "CP-PR-09: kept"
+    );
 }
