@@ -226,6 +226,59 @@ pub fn check_json_size(what: &'static str, value: &impl Serialize) -> Result<(),
     Ok(())
 }
 
+/// [`check_json_size`] for a JSON object given as its map, which settles
+/// almost every value without serializing it: first against an upper bound
+/// of its length (every string byte counted as a six-byte escape, every
+/// number as 24 characters), counted exactly only when the bound is over.
+///
+/// # Errors
+/// [`LimitError::TooLarge`], naming `what`.
+pub fn check_map_size(
+    what: &'static str,
+    map: &serde_json::Map<String, Json>,
+) -> Result<(), LimitError> {
+    if json_len_bound(map, MAX_VALUE_BYTES) <= MAX_VALUE_BYTES {
+        return Ok(());
+    }
+    check_json_size(what, map)
+}
+
+/// An upper bound of the compact JSON length of the object `map`, or a
+/// number above `stop` as soon as the bound passes it. Iterative.
+fn json_len_bound(map: &serde_json::Map<String, Json>, stop: usize) -> usize {
+    // A string's worst case: quotes, and a `\u00XX` escape per byte.
+    let text = |s: &str| s.len().saturating_mul(6).saturating_add(2);
+    // `{}`, and per entry a key, a colon and a comma.
+    let object = |map: &serde_json::Map<String, Json>| {
+        map.keys().fold(2_usize, |sum, key| {
+            sum.saturating_add(text(key)).saturating_add(2)
+        })
+    };
+    let mut total = object(map);
+    let mut pending: Vec<&Json> = map.values().collect();
+    while let Some(value) = pending.pop() {
+        let own = match value {
+            Json::Null | Json::Bool(_) => 5,
+            // The longest an i64, u64 or f64 prints (`-2.2250738585072014e-308`).
+            Json::Number(_) => 24,
+            Json::String(s) => text(s),
+            Json::Array(items) => {
+                pending.extend(items);
+                items.len().saturating_add(2)
+            }
+            Json::Object(map) => {
+                pending.extend(map.values());
+                object(map)
+            }
+        };
+        total = total.saturating_add(own);
+        if total > stop {
+            break;
+        }
+    }
+    total
+}
+
 /// Whether `value` is at most `limit` bytes as compact JSON (or fails to
 /// serialize for another reason).
 fn json_fits(value: &impl Serialize, limit: usize) -> bool {
@@ -401,6 +454,45 @@ mod tests {
                 limit: MAX_VALUE_BYTES
             })
         );
+    }
+
+    /// Any JSON: objects, arrays, strings with escapes, extreme numbers.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Json> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Json::Null),
+            any::<bool>().prop_map(Json::from),
+            any::<i64>().prop_map(Json::from),
+            any::<u64>().prop_map(Json::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Json::from),
+            "[\\u{0}-\\u{1f}\"\\\\a-zé😀]{0,12}".prop_map(Json::from),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Json::Array),
+                proptest::collection::btree_map("[\"a-z\u{1}]{0,6}", inner, 0..6)
+                    .prop_map(|m| Json::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The bound that lets a map skip serializing is never below its
+        /// real length, so no value over the limit gets through.
+        #[test]
+        fn the_length_bound_is_never_below_the_length(
+            entries in proptest::collection::btree_map("[a-z\"]{0,4}", any_json(), 0..6),
+        ) {
+            let map: serde_json::Map<String, Json> = entries.into_iter().collect();
+            let length = serde_json::to_vec(&map).unwrap().len();
+            let bound = json_len_bound(&map, usize::MAX);
+            proptest::prop_assert!(bound >= length);
+            // Stopping early still reports a bound over the stop.
+            let stop = length / 2;
+            proptest::prop_assert!(json_len_bound(&map, stop) > stop);
+        }
     }
 
     #[test]

@@ -393,7 +393,7 @@ pub fn validate_value(put: &PutOp) -> Result<()> {
         return Ok(());
     };
     match limits::check_object_depth("a store value", value.values())
-        .and_then(|()| limits::check_json_size("a store value", value))
+        .and_then(|()| limits::check_map_size("a store value", value))
     {
         Ok(()) => Ok(()),
         Err(LimitError::TooDeep { limit, .. }) => Err(StoreError::ValueTooDeep {
