@@ -10,27 +10,11 @@
 //! Every call must return a value or a typed error, never panic or hang.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
-
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::{CheckpointSaver, InMemorySaver, ListQuery, SharedSaver};
+use stategraph_checkpoint::{CheckpointSaver, ListQuery};
 use stategraph_core::{RunnableConfig, Value};
-use stategraph_graph::{Command, CompiledStateGraph, Send};
-
-struct Fixture {
-    saver: SharedSaver,
-    graph: CompiledStateGraph,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let saver: SharedSaver = Arc::new(InMemorySaver::new());
-        let graph = stategraph_fuzz::pausing_graph(saver.clone());
-        Fixture { saver, graph }
-    })
-}
+use stategraph_graph::{Command, Send};
 
 /// A command read from `value`: its `update` (or, without one, the whole
 /// value as the update), `goto`, `resume`, `resume_by_id` and `parent`.
@@ -77,7 +61,7 @@ fuzz_target!(|input: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Json>(input) else {
         return;
     };
-    let Fixture { saver, graph } = fixture();
+    let stategraph_fuzz::Paused { saver, graph } = stategraph_fuzz::paused();
     let threads: Vec<String> = ["input", "command", "resume"]
         .iter()
         .map(|label| stategraph_fuzz::fresh_thread(label))

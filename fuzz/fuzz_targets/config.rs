@@ -12,32 +12,14 @@
 //! request, or refuse with an error.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
-
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::{
-    CheckpointConfig, CheckpointMetadata, CheckpointSaver, InMemorySaver, ListQuery,
-    MetadataFilter, SharedSaver,
+    CheckpointConfig, CheckpointMetadata, CheckpointSaver, ListQuery, MetadataFilter,
 };
 use stategraph_core::{RunnableConfig, Value};
-use stategraph_graph::CompiledStateGraph;
 use stategraph_llm::Message;
 use stategraph_openai::{OpenAiConfig, fuzzing};
-
-struct Fixture {
-    saver: SharedSaver,
-    graph: CompiledStateGraph,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let saver: SharedSaver = Arc::new(InMemorySaver::new());
-        let graph = stategraph_fuzz::pausing_graph(saver.clone());
-        Fixture { saver, graph }
-    })
-}
 
 fuzz_target!(|input: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Json>(input) else {
@@ -71,7 +53,7 @@ fuzz_target!(|input: &[u8]| {
         let _ = filter.matches(&metadata);
     }
 
-    let Fixture { saver, graph } = fixture();
+    let stategraph_fuzz::Paused { saver, graph } = stategraph_fuzz::paused();
     stategraph_fuzz::runtime().block_on(async {
         let _ = graph.invoke(json!({"write": "w"}), &config).await;
         let _ = graph.get_state(&config).await;

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::SharedSaver;
+use stategraph_checkpoint::{InMemorySaver, SharedSaver};
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, END, MessagesState, NodeError, START, State, StateGraph,
     TaskContext,
@@ -61,6 +61,24 @@ pub fn pausing_graph(saver: SharedSaver) -> CompiledStateGraph {
     graph
         .compile_with(CompileOptions::new().shared_checkpointer(saver))
         .expect("the graph compiles")
+}
+
+/// A [`pausing_graph`] and its in-memory saver, shared by a target's inputs.
+pub struct Paused {
+    /// The saver the graph checkpoints to.
+    pub saver: SharedSaver,
+    /// The graph.
+    pub graph: CompiledStateGraph,
+}
+
+/// The process's [`Paused`] fixture, built on first use.
+pub fn paused() -> &'static Paused {
+    static PAUSED: OnceLock<Paused> = OnceLock::new();
+    PAUSED.get_or_init(|| {
+        let saver: SharedSaver = std::sync::Arc::new(InMemorySaver::new());
+        let graph = pausing_graph(saver.clone());
+        Paused { saver, graph }
+    })
 }
 
 /// The fields of `bytes` separated by `separator`: the byte-oriented

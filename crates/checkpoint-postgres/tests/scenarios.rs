@@ -892,29 +892,6 @@ async fn t21_large_strings_are_stored_once_per_thread() {
                 .unwrap()
         }
     };
-    let big = stategraph_conformance::fixtures::large_text("big", 1 << 20);
-    let version = ChannelVersion::new(1, 0);
-    let input =
-        Checkpoint::empty().with_channel("__start__", Value::new(json!({"text": big})), version);
-    let versions = input.channel_versions.clone();
-    let c1 = saver
-        .put(
-            &CheckpointConfig::thread(&tid),
-            input,
-            loop_metadata(0),
-            versions,
-        )
-        .await
-        .unwrap();
-    saver
-        .put_writes(
-            &c1,
-            vec![("text".into(), Value::new(big.clone()))],
-            "start",
-            "",
-        )
-        .await
-        .unwrap();
     let put = |parent: CheckpointConfig, checkpoint: Checkpoint| {
         let saver = &saver;
         async move {
@@ -925,6 +902,13 @@ async fn t21_large_strings_are_stored_once_per_thread() {
                 .unwrap()
         }
     };
+    let big = stategraph_conformance::fixtures::large_text("big", 1 << 20);
+    let version = ChannelVersion::new(1, 0);
+    let input =
+        Checkpoint::empty().with_channel("__start__", Value::new(json!({"text": big})), version);
+    let c1 = put(CheckpointConfig::thread(&tid), input).await;
+    let write = vec![("text".into(), Value::new(big.clone()))];
+    saver.put_writes(&c1, write, "start", "").await.unwrap();
     let step = Checkpoint::empty().with_channel("text", Value::new(big.clone()), version);
     let c2 = put(c1.clone(), step).await;
     let pieces = "SELECT count(*) FROM stategraph_checkpoint_pieces WHERE thread_id = $1";

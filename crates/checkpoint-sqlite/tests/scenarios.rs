@@ -961,24 +961,9 @@ async fn large_strings_are_stored_once_per_thread() {
     let version = ChannelVersion::new(1, 0);
     let input =
         Checkpoint::empty().with_channel("__start__", Value::new(json!({"text": big})), version);
-    let c1 = saver
-        .put(
-            &CheckpointConfig::thread("t"),
-            input.clone(),
-            metadata(-1),
-            input.channel_versions.clone(),
-        )
-        .await
-        .unwrap();
-    saver
-        .put_writes(
-            &c1,
-            vec![("text".into(), Value::new(big.clone()))],
-            "start",
-            "",
-        )
-        .await
-        .unwrap();
+    let c1 = put(&saver, &CheckpointConfig::thread("t"), input).await;
+    let write = vec![("text".into(), Value::new(big.clone()))];
+    saver.put_writes(&c1, write, "start", "").await.unwrap();
     let step = Checkpoint::empty().with_channel("text", Value::new(big.clone()), version);
     let c2 = put(&saver, &c1, step).await;
     let stored = |sql: &str| count(&conn, sql);
