@@ -36,12 +36,14 @@ use crate::{ChannelId, NodeId};
 
 mod messages;
 mod persist;
+mod state;
 mod update;
 
 pub(crate) use messages::SeenMessages;
 pub use messages::{MessageEvent, StreamedMessage};
 
-pub use persist::{Durability, PregelTask, StateSnapshot};
+pub use persist::Durability;
+pub use state::{PregelTask, StateSnapshot};
 pub use update::StateUpdate;
 
 /// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).

@@ -281,7 +281,7 @@ impl Loop {
         metadata.insert("langgraph_triggers".into(), triggers.into());
         metadata.insert(
             "langgraph_path".into(),
-            super::persist::task_path_json(&task.path, name),
+            super::state::task_path_json(&task.path, name),
         );
         metadata.insert("langgraph_checkpoint_ns".into(), namespace.clone().into());
         // The node's own metadata last, as LangGraph's task config has it.

@@ -4,7 +4,8 @@
 use stategraph_checkpoint::{CheckpointConfig, CheckpointSource};
 use stategraph_core::{RunnableConfig, Value};
 
-use super::persist::{Persist, detached, target_of};
+use super::persist::{Persist, target_of};
+use super::state::detached;
 use super::{Loop, Task, TaskPath};
 use crate::error::{PregelError, Result};
 use crate::graph::Pregel;
