@@ -42,6 +42,12 @@ pub fn random_u64() -> u64 {
     })
 }
 
+/// A uniform random float in `[0, 1)`, from [`random_u64`]'s top 53 bits:
+/// for jitter, not for secrets.
+pub fn random_unit() -> f64 {
+    (random_u64() >> 11) as f64 / (1_u64 << 53) as f64
+}
+
 /// A random (version 4) UUID, as its 36-character hyphenated text: the id
 /// `add_messages` and the prebuilt nodes give a message that has none.
 ///

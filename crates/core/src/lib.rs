@@ -14,7 +14,7 @@ mod value;
 pub use config::{Configurable, RunnableConfig};
 pub use error::ErrorKind;
 pub use fxhash::{FxBuild, FxHasher};
-pub use id::{CheckpointId, random_u64, random_uuid};
+pub use id::{CheckpointId, random_u64, random_unit, random_uuid};
 pub use list::{Iter as ListIter, List};
 pub use value::{StateValue, Value, ValueError};
 

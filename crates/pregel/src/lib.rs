@@ -6,7 +6,6 @@ mod error;
 mod graph;
 mod node;
 mod queue;
-mod rand;
 mod retry;
 mod run;
 mod run_channels;

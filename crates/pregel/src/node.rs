@@ -1168,7 +1168,7 @@ impl RunInfo {
             sink,
             forward,
             modes,
-            seed: (crate::rand::unit() * (1_u64 << 53) as f64) as u64,
+            seed: stategraph_core::random_u64() >> 11,
             context: options.context.clone(),
             store: options.store.clone(),
             subgraphs: options.subgraphs,

@@ -132,7 +132,7 @@ impl RetryPolicy {
     pub(crate) fn wait(&self, attempt: u32) -> Duration {
         let base = self.interval(attempt);
         if self.jitter {
-            base + Duration::from_secs_f64(crate::rand::unit())
+            base + Duration::from_secs_f64(stategraph_core::random_unit())
         } else {
             base
         }
