@@ -3,93 +3,19 @@
 //! in-memory database, claiming every extended capability.
 
 mod file {
-    use futures::Stream;
-    use stategraph_checkpoint::{
-        ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata,
-        CheckpointSaver, CheckpointTuple, ListQuery, PruneStrategy, Result, SaverCapabilities,
-        Value,
-    };
     use stategraph_checkpoint_sqlite::SqliteSaver;
+    use stategraph_conformance::Guarded;
 
-    /// A saver on a fresh database file that deletes its temporary directory
-    /// when the test drops it.
-    #[derive(Debug)]
-    struct TempFileSaver {
-        saver: SqliteSaver,
-        _dir: tempfile::TempDir,
-    }
-
-    async fn factory() -> TempFileSaver {
+    /// A saver on a fresh database file, whose temporary directory goes
+    /// when the test drops the saver.
+    async fn factory() -> Guarded<SqliteSaver, tempfile::TempDir> {
         let dir = tempfile::Builder::new()
             .prefix("stategraph-sqlite-conformance-")
             .tempdir()
             .unwrap_or_else(|err| panic!("cannot create a temporary directory: {err}"));
         let saver = SqliteSaver::open(dir.path().join("checkpoints.db"))
             .unwrap_or_else(|err| panic!("cannot open the database: {err}"));
-        TempFileSaver { saver, _dir: dir }
-    }
-
-    impl CheckpointSaver for TempFileSaver {
-        fn capabilities(&self) -> SaverCapabilities {
-            self.saver.capabilities()
-        }
-        async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-            self.saver.get_tuple(config).await
-        }
-        fn list(
-            &self,
-            query: ListQuery,
-        ) -> impl Stream<Item = Result<CheckpointTuple>> + Send + '_ {
-            self.saver.list(query)
-        }
-        async fn put(
-            &self,
-            config: &CheckpointConfig,
-            checkpoint: Checkpoint,
-            metadata: CheckpointMetadata,
-            new_versions: ChannelVersions,
-        ) -> Result<CheckpointConfig> {
-            self.saver
-                .put(config, checkpoint, metadata, new_versions)
-                .await
-        }
-        async fn put_if_head(
-            &self,
-            config: &CheckpointConfig,
-            checkpoint: Checkpoint,
-            metadata: CheckpointMetadata,
-            new_versions: ChannelVersions,
-        ) -> Result<CheckpointConfig> {
-            self.saver
-                .put_if_head(config, checkpoint, metadata, new_versions)
-                .await
-        }
-        async fn put_writes(
-            &self,
-            config: &CheckpointConfig,
-            writes: Vec<(String, Value)>,
-            task_id: &str,
-            task_path: &str,
-        ) -> Result<()> {
-            self.saver
-                .put_writes(config, writes, task_id, task_path)
-                .await
-        }
-        async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-            self.saver.delete_thread(thread_id).await
-        }
-        async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-            self.saver.delete_for_runs(run_ids).await
-        }
-        async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-            self.saver.copy_thread(source, target).await
-        }
-        async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
-            self.saver.prune(thread_ids, strategy).await
-        }
-        fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
-            self.saver.get_next_version(current)
-        }
+        Guarded::new(saver, dir)
     }
 
     stategraph_conformance::checkpoint_conformance!(factory, extended: [delete_for_runs, copy_thread, prune, put_if_head]);

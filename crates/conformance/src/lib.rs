@@ -10,6 +10,7 @@ pub mod delete_thread;
 pub mod extra;
 pub mod fixtures;
 pub mod get_tuple;
+mod guarded;
 pub mod head;
 pub mod limits;
 pub mod list;
@@ -19,6 +20,8 @@ pub mod put_writes;
 pub mod store;
 
 use stategraph_checkpoint::{CheckpointSaver, SaverCapabilities};
+
+pub use guarded::Guarded;
 
 /// The tokio the generated tests run on, so backends need not name it.
 #[doc(hidden)]
