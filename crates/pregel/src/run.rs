@@ -13,7 +13,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::run_channels::RunChannels;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
@@ -26,14 +25,16 @@ use crate::error::{NodeError, PregelError, Result};
 use crate::graph::{IoChannels, Pregel, PregelInner};
 use crate::node::{
     ChunkQueue, FreshReader, NodeFailure, NodeOutput, PersistScope, Reads, RunInfo, RunOptions,
-    Scratchpad, Sink, StateValues, TaskContext, WriteContext,
+    Scratchpad, Sink, StateValues, TaskContext,
 };
 use crate::retry;
+use crate::run_channels::RunChannels;
 use crate::types::{
     Command, Goto, Interrupt, Namespace, Send, StreamChunk, StreamMode, StreamModes, names,
 };
 use crate::{ChannelId, NodeId};
 
+mod emit;
 mod messages;
 mod persist;
 mod state;
@@ -42,6 +43,7 @@ mod update;
 pub(crate) use messages::SeenMessages;
 pub use messages::{MessageEvent, StreamedMessage};
 
+pub use emit::{NodeUpdate, UpdatePayload};
 pub use persist::Durability;
 pub use state::{PregelTask, StateSnapshot};
 pub use update::StateUpdate;
@@ -1658,275 +1660,6 @@ impl Loop {
         }
     }
 
-    fn wants_task_events(&self) -> bool {
-        self.run.wants(StreamMode::Tasks) || self.run.wants(StreamMode::Debug)
-    }
-
-    fn task_id(&self, task: &Task) -> String {
-        if let Some(pad) = &task.pad {
-            return pad.task_id().to_string();
-        }
-        crate::node::TaskIdSeed {
-            run: self.run.seed,
-            step: self.step,
-            push: match task.path {
-                TaskPath::Pull(_) | TaskPath::Update(_) => None,
-                TaskPath::Push(idx) => Some(idx),
-            },
-        }
-        .task_id(self.graph.shape.node_name(task.node))
-    }
-
-    /// Emits a `tasks` chunk and its `debug` twin to every sink wanting them,
-    /// with the payload built for that sink.
-    fn emit_task_event<P: Serialize + Clone + std::marker::Send + Sync + 'static>(
-        &self,
-        kind: &'static str,
-        payload: impl Fn(&Sink) -> P,
-    ) {
-        for sink in self.run.sinks() {
-            if !sink.wants(StreamMode::Tasks) && !sink.wants(StreamMode::Debug) {
-                continue;
-            }
-            let payload = payload(sink);
-            if sink.wants(StreamMode::Debug) {
-                sink.push(
-                    StreamMode::Debug,
-                    debug_event(self.step, kind, payload.clone()),
-                );
-            }
-            sink.push(StreamMode::Tasks, Value::new(payload));
-        }
-    }
-
-    /// The triggers LangGraph reports for a task: `__pregel_push` for a
-    /// `Send`, and for a pulled node every trigger of the node, sorted (the
-    /// same list its task id hashes), not only the ones that fired.
-    fn task_triggers(&self, task: &Task) -> Vec<Arc<str>> {
-        match task.path {
-            TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
-            TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            TaskPath::Pull(_) => self.graph.sorted_triggers(task.node).to_vec(),
-        }
-    }
-
-    /// `{id, name, input, triggers}` for a task about to run.
-    fn emit_task_start(&self, task: &Task) {
-        let node = &self.graph.nodes[task.node];
-        if node.hidden {
-            return;
-        }
-        let triggers = self.task_triggers(task);
-        let id = self.task_id(task);
-        let name = self.graph.shape.node_name(task.node).clone();
-        self.emit_task_event("task", |_| TaskStart {
-            id: id.clone(),
-            name: name.clone(),
-            input: task.input.clone().unwrap_or_else(Value::null),
-            triggers: triggers.clone(),
-        });
-    }
-
-    /// Runs the node's writers on its output and emits its `updates` chunk.
-    fn finish_task(&self, task: &mut Task, output: &NodeOutput) -> Result<()> {
-        let node = &self.graph.nodes[task.node];
-        let name = self.graph.shape.node_name(task.node);
-        let ctx = WriteContext {
-            output,
-            graph: &self.graph.shape,
-            reader: self,
-            node: name,
-            remaining_steps: self.stop - self.step,
-        };
-        let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
-        {
-            // Left by a writer that failed; usually empty.
-            let mut reads = self.fresh_reads.borrow_mut();
-            if !reads.is_empty() {
-                reads.clear();
-            }
-        }
-        for writer in &node.writers {
-            writer.write(&ctx, &mut writes)?;
-        }
-        let mut reads = self.fresh_reads.borrow_mut();
-        if !reads.is_empty() {
-            let spare = self.fresh_pool.borrow_mut().pop().unwrap_or_default();
-            task.fresh = std::mem::replace(&mut *reads, spare);
-        }
-        drop(reads);
-        discard(std::mem::replace(&mut task.writes, writes), |old| {
-            old.capacity() == 0
-        });
-        if self.graph.caches_writes_of(task.node) {
-            self.store_cached_writes(task);
-        }
-        if node.hidden {
-            return Ok(());
-        }
-        self.send_output_messages(task);
-        self.emit_updates(task, false);
-        if self.wants_task_events() {
-            let id = self.task_id(task);
-            self.emit_task_event("task_result", |sink| {
-                // The task's writes to the channels the sink shows, the last per key.
-                let mut result: Vec<(Arc<str>, Value)> = Vec::new();
-                for (channel, value) in task.writes.iter().filter(|(c, _)| sink.shows(*c)) {
-                    let key = self.graph.shape.channel_name_arc(*channel);
-                    result.retain(|(k, _)| *k != key);
-                    result.push((key, value.clone()));
-                }
-                TaskResult {
-                    id: id.clone(),
-                    name: name.clone(),
-                    error: None,
-                    result: StateValues::new(result),
-                    interrupts: Vec::new(),
-                }
-            });
-        }
-        Ok(())
-    }
-
-    /// Emits the task's `updates` chunk to every sink that wants one.
-    fn emit_updates(&self, task: &Task, cached: bool) {
-        if !self.run.wants(StreamMode::Updates) || self.graph.nodes[task.node].hidden {
-            return;
-        }
-        self.emit_update_to(&self.run.sink, task, cached);
-        if let Some(forward) = &self.run.forward {
-            self.emit_update_to(forward, task, cached);
-        }
-    }
-
-    fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
-        if !sink.wants(StreamMode::Updates) {
-            return;
-        }
-        let chunk = if cached || task.writes.iter().any(|(c, _)| sink.shows(*c)) {
-            self.update_chunk(
-                self.graph.shape.node_name(task.node),
-                &task.writes,
-                sink,
-                cached,
-            )
-        } else {
-            // `{node: None}`, built once per node.
-            self.graph.none_update(task.node).clone()
-        };
-        sink.push(StreamMode::Updates, chunk);
-    }
-
-    /// `{node: update}` from the task's writes to the stream channels.
-    fn update_chunk(
-        &self,
-        node: &Arc<str>,
-        writes: &[(ChannelId, Value)],
-        sink: &Sink,
-        cached: bool,
-    ) -> Value {
-        let shown: Vec<(Arc<str>, Value)> = writes
-            .iter()
-            .filter(|(c, _)| sink.shows(*c))
-            .map(|(c, v)| (self.graph.shape.channel_name_arc(*c), v.clone()))
-            .collect();
-        let update = match &sink.shown {
-            IoChannels::One(_) => match shown.len() {
-                0 => UpdatePayload::None,
-                1 => UpdatePayload::Value(shown[0].1.clone()),
-                _ => UpdatePayload::Values(shown.into_iter().map(|(_, v)| v).collect()),
-            },
-            IoChannels::Many(_) => {
-                if shown.is_empty() {
-                    UpdatePayload::None
-                } else {
-                    let repeated = shown
-                        .iter()
-                        .enumerate()
-                        .any(|(i, (k, _))| shown[..i].iter().any(|(j, _)| j == k));
-                    if repeated {
-                        UpdatePayload::Maps(
-                            shown
-                                .into_iter()
-                                .map(|pair| StateValues::new(vec![pair]))
-                                .collect(),
-                        )
-                    } else {
-                        UpdatePayload::Map(StateValues::new(shown))
-                    }
-                }
-            }
-        };
-        Value::new(NodeUpdate {
-            node: node.clone(),
-            update,
-            cached,
-        })
-    }
-
-    /// Emits the `values` chunk of a step that updated `updated` to every
-    /// sink that wants one.
-    #[inline]
-    fn emit_values(&self, updated: &[ChannelId]) {
-        if self.run.wants(StreamMode::Values) {
-            self.emit_values_to_sinks(updated);
-        }
-    }
-
-    fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
-        for sink in self.run.sinks() {
-            if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
-                continue;
-            }
-            if sink.latest_only {
-                // Holding the values (shared, not copied) costs no allocation
-                // once the buffer exists; the chunk is built only if needed.
-                let mut held = self.held_values.borrow_mut();
-                let held = held.get_or_insert_default();
-                held.clear();
-                held.extend(sink.shown.ids().iter().map(|c| self.channels.get(*c).get()));
-                continue;
-            }
-            sink.push(StreamMode::Values, self.values_of(&sink.shown));
-        }
-    }
-
-    /// Sends the values a `latest_only` sink holds as its chunk.
-    fn send_held_values(&self) {
-        let Some(held) = self.held_values.take() else {
-            return;
-        };
-        let sink = &self.run.sink;
-        sink.push(StreamMode::Values, self.values_from(&sink.shown, held));
-    }
-
-    /// The values of these channels: the value itself for one channel, a
-    /// map of the available ones for several.
-    fn values_of(&self, shown: &IoChannels) -> Value {
-        let values = shown.ids().iter().map(|c| self.channels.get(*c).get());
-        self.values_from(shown, values)
-    }
-
-    /// [`Loop::values_of`] from `values`, one per shown channel in order
-    /// (`None` where a channel is empty).
-    fn values_from(
-        &self,
-        shown: &IoChannels,
-        values: impl IntoIterator<Item = Option<Value>>,
-    ) -> Value {
-        let mut values = values.into_iter();
-        match shown {
-            IoChannels::One(_) => values.next().flatten().unwrap_or_else(Value::null),
-            IoChannels::Many(channels) => Value::new(StateValues::new(
-                channels
-                    .iter()
-                    .zip(values)
-                    .filter_map(|(c, value)| Some((self.graph.shape.channel_name_arc(*c), value?)))
-                    .collect(),
-            )),
-        }
-    }
-
     /// Tells a channel no write came this step (ephemeral values and
     /// `Send` topics clear themselves); whether it changed.
     fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
@@ -2579,75 +2312,3 @@ struct TaskResult {
 /// `(channel, value)` pairs.
 pub(crate) type WriteSender = futures::channel::mpsc::UnboundedSender<persist::TaskWrites>;
 pub(crate) use persist::TaskWrites;
-
-/// A `debug` chunk of an event of this kind at this step, timestamped now.
-fn debug_event<P: Serialize + std::marker::Send + Sync + 'static>(
-    step: i64,
-    kind: &'static str,
-    payload: P,
-) -> Value {
-    Value::new(DebugEvent {
-        step,
-        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-        kind,
-        payload,
-    })
-}
-
-/// A `debug` chunk: a task event with its step and time.
-#[derive(Clone, Debug, Serialize)]
-struct DebugEvent<P> {
-    step: i64,
-    timestamp: String,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    payload: P,
-}
-
-/// The payload of an `updates` chunk: `{node: update}`.
-#[derive(Clone, Debug)]
-pub struct NodeUpdate {
-    /// The node that wrote.
-    pub node: Arc<str>,
-    /// What it wrote to the stream channels.
-    pub update: UpdatePayload,
-    /// Whether the writes came from the node cache (shown as
-    /// `"__metadata__": {"cached": true}`).
-    pub cached: bool,
-}
-
-/// What a node wrote to the stream channels, shaped as LangGraph shows it.
-#[derive(Clone, Debug)]
-pub enum UpdatePayload {
-    /// Nothing (`None`).
-    None,
-    /// One value (single stream channel).
-    Value(Value),
-    /// Several values for a single stream channel.
-    Values(Vec<Value>),
-    /// `{key: value}`.
-    Map(StateValues),
-    /// A list of one-key maps, when a key was written twice.
-    Maps(Vec<StateValues>),
-}
-
-impl Serialize for NodeUpdate {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(1 + usize::from(self.cached)))?;
-        match &self.update {
-            UpdatePayload::None => map.serialize_entry(&*self.node, &())?,
-            UpdatePayload::Value(value) => map.serialize_entry(&*self.node, value)?,
-            UpdatePayload::Values(values) => map.serialize_entry(&*self.node, values)?,
-            UpdatePayload::Map(values) => map.serialize_entry(&*self.node, values)?,
-            UpdatePayload::Maps(values) => map.serialize_entry(&*self.node, values)?,
-        }
-        if self.cached {
-            map.serialize_entry("__metadata__", &serde_json::json!({"cached": true}))?;
-        }
-        map.end()
-    }
-}

@@ -1090,7 +1090,7 @@ impl Loop {
             if sink.wants(StreamMode::Debug) {
                 sink.push(
                     StreamMode::Debug,
-                    super::debug_event(step, "checkpoint", event.clone()),
+                    super::emit::debug_event(step, "checkpoint", event.clone()),
                 );
             }
         }
