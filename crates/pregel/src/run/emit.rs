@@ -155,7 +155,7 @@ impl Loop {
         }
     }
 
-    pub(super) fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
+    fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
         if !sink.wants(StreamMode::Updates) {
             return;
         }
@@ -174,7 +174,7 @@ impl Loop {
     }
 
     /// `{node: update}` from the task's writes to the stream channels.
-    pub(super) fn update_chunk(
+    fn update_chunk(
         &self,
         node: &Arc<str>,
         writes: &[(ChannelId, Value)],
@@ -229,7 +229,7 @@ impl Loop {
         }
     }
 
-    pub(super) fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
+    fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
         for sink in self.run.sinks() {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
@@ -265,7 +265,7 @@ impl Loop {
 
     /// [`Loop::values_of`] from `values`, one per shown channel in order
     /// (`None` where a channel is empty).
-    pub(super) fn values_from(
+    fn values_from(
         &self,
         shown: &IoChannels,
         values: impl IntoIterator<Item = Option<Value>>,
