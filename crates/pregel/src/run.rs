@@ -7,31 +7,26 @@
 //! yield to the consumer whenever chunks are waiting. Dropping the stream drops
 //! the loop and every task in flight.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 use stategraph_checkpoint::{ChannelVersion, CheckpointSource};
-use stategraph_core::{RunnableConfig, Value};
+use stategraph_core::Value;
 use stategraph_llm::observe::observe;
 
 use crate::error::{NodeError, PregelError, Result};
-use crate::graph::{IoChannels, Pregel, PregelInner};
+use crate::graph::{IoChannels, PregelInner};
 use crate::node::{
-    ChunkQueue, FreshReader, NodeFailure, NodeOutput, PersistScope, Reads, RunInfo, RunOptions,
-    Scratchpad, Sink, StateValues, TaskContext,
+    FreshReader, NodeFailure, NodeOutput, Reads, RunInfo, Scratchpad, Sink, StateValues,
+    TaskContext,
 };
 use crate::retry;
 use crate::run_channels::RunChannels;
-use crate::types::{
-    Command, Goto, Interrupt, Namespace, Send, StreamChunk, StreamMode, StreamModes, names,
-};
+use crate::types::{Command, Goto, Interrupt, Send, StreamMode, names};
 use crate::{ChannelId, NodeId};
 
 mod apply;
@@ -39,6 +34,7 @@ mod emit;
 mod messages;
 mod persist;
 mod state;
+mod stream;
 mod update;
 
 pub(crate) use messages::SeenMessages;
@@ -47,6 +43,7 @@ pub use messages::{MessageEvent, StreamedMessage};
 pub use emit::{NodeUpdate, UpdatePayload};
 pub use persist::Durability;
 pub use state::{PregelTask, StateSnapshot};
+pub use stream::RunStream;
 pub use update::StateUpdate;
 
 /// LangGraph 1.2.22's default recursion limit (`LANGGRAPH_DEFAULT_RECURSION_LIMIT`).
@@ -130,353 +127,6 @@ impl From<serde_json::Value> for Input {
 impl From<Command> for Input {
     fn from(command: Command) -> Self {
         Self::Command(command)
-    }
-}
-
-impl Pregel {
-    /// Runs the graph, streaming chunks of the requested modes. `values` and
-    /// `updates` chunks show the stream channels.
-    pub fn stream(
-        &self,
-        input: impl Into<Input>,
-        config: &RunnableConfig,
-        modes: impl Into<StreamModes>,
-    ) -> RunStream {
-        self.stream_with(input, config, modes, RunOptions::default())
-    }
-
-    /// [`Pregel::stream`] with run options (a typed context, subgraph chunks).
-    pub fn stream_with(
-        &self,
-        input: impl Into<Input>,
-        config: &RunnableConfig,
-        modes: impl Into<StreamModes>,
-        options: RunOptions,
-    ) -> RunStream {
-        let stream = self.inner.stream.clone();
-        RunStream::start(
-            self.inner.clone(),
-            input.into(),
-            config.clone(),
-            modes.into(),
-            stream,
-            options,
-            Delivery::Every,
-        )
-    }
-
-    /// Runs the graph to the end and returns the output channels' final values
-    /// (a map for several output channels, the value itself for one).
-    ///
-    /// # Errors
-    /// Whatever stopped the run: a node error, an invalid update, the recursion limit.
-    pub async fn invoke(&self, input: impl Into<Input>, config: &RunnableConfig) -> Result<Value> {
-        self.invoke_with(input, config, RunOptions::default()).await
-    }
-
-    /// [`Pregel::invoke`] with run options (a typed context; a subgraph run
-    /// forwarding its chunks to the root stream).
-    ///
-    /// # Errors
-    /// As [`Pregel::invoke`].
-    pub async fn invoke_with(
-        &self,
-        input: impl Into<Input>,
-        config: &RunnableConfig,
-        options: RunOptions,
-    ) -> Result<Value> {
-        let (latest, interrupts) = self.invoke_parts(input, config, options).await?;
-        if interrupts.is_empty() {
-            return Ok(latest);
-        }
-        // As LangGraph's `invoke`: the state (`invoke_parts` took the last
-        // task's interrupts out of it) with every interrupt of the run under
-        // `__interrupt__`.
-        let mut pairs: Vec<(Arc<str>, Value)> = latest
-            .downcast_ref::<StateValues>()
-            .map(|values| values.pairs().to_vec())
-            .unwrap_or_default();
-        pairs.push((Arc::from(names::INTERRUPT), Value::new(interrupts)));
-        Ok(Value::new(StateValues::new(pairs)))
-    }
-
-    /// [`Pregel::invoke_with`] with the output and the interrupts the run
-    /// stopped on apart (LangGraph's `invoke(version="v2")`): the output is
-    /// the state without `__interrupt__`.
-    ///
-    /// # Errors
-    /// As [`Pregel::invoke`].
-    pub async fn invoke_parts(
-        &self,
-        input: impl Into<Input>,
-        config: &RunnableConfig,
-        options: RunOptions,
-    ) -> Result<(Value, Vec<Interrupt>)> {
-        let input = input.into();
-        let mut retries = options.busy_retries;
-        if retries == 0 {
-            return self.invoke_once(input, config, options).await;
-        }
-        // Retries keep a copy, and the run drops a refused input without
-        // recursion only where the last copy goes: check it before copying.
-        let input = input.within_depth()?;
-        let mut pause_ms = 2;
-        loop {
-            match self
-                .invoke_once(input.clone(), config, options.clone())
-                .await
-            {
-                Err(PregelError::ThreadBusy { .. }) if retries > 0 => {
-                    retries -= 1;
-                    // A random pause, so runs that collided do not collide again.
-                    let jitter = stategraph_core::random_u64() % pause_ms;
-                    tokio::time::sleep(std::time::Duration::from_millis(1 + jitter)).await;
-                    pause_ms = (pause_ms * 2).min(250);
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// One run of [`Pregel::invoke_parts`].
-    async fn invoke_once(
-        &self,
-        input: Input,
-        config: &RunnableConfig,
-        options: RunOptions,
-    ) -> Result<(Value, Vec<Interrupt>)> {
-        let output = self.inner.output.clone();
-        let mut stream = RunStream::start(
-            self.inner.clone(),
-            input,
-            config.clone(),
-            StreamMode::Values.into(),
-            output,
-            options,
-            Delivery::Latest,
-        );
-        let mut latest = None;
-        while let Some(chunk) = stream.next().await {
-            latest = Some(chunk?.data);
-        }
-        let mut latest = latest.unwrap_or_else(Value::null);
-        if let Some(values) = latest.downcast_ref::<StateValues>()
-            && values.get(names::INTERRUPT).is_some()
-        {
-            let pairs = values
-                .pairs()
-                .iter()
-                .filter(|(key, _)| &**key != names::INTERRUPT)
-                .cloned()
-                .collect();
-            latest = Value::new(StateValues::new(pairs));
-        }
-        Ok((latest, stream.interrupts()))
-    }
-}
-
-/// Which `values` chunks a run's own stream needs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Delivery {
-    /// Every one (a caller streaming the run).
-    Every,
-    /// The last one only (`invoke`): the loop holds the shown values of the
-    /// latest step and builds one chunk when the run stops.
-    Latest,
-}
-
-/// The stream of a run: chunks in order, then the run's error if it failed.
-pub struct RunStream {
-    run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
-    info: Arc<RunInfo>,
-    queue: Arc<ChunkQueue>,
-    // Chunks taken from `queue` in one lock, handed out one by one.
-    taken: VecDeque<StreamChunk>,
-    error: Option<PregelError>,
-    // The modes the caller asked for, and those printed (see `RunOptions::print_modes`).
-    streamed: StreamModes,
-    printed: StreamModes,
-}
-
-impl RunStream {
-    fn start(
-        graph: Arc<PregelInner>,
-        input: Input,
-        config: RunnableConfig,
-        modes: StreamModes,
-        output: IoChannels,
-        options: RunOptions,
-        delivery: Delivery,
-    ) -> Self {
-        let queue = Arc::new(ChunkQueue::default());
-        let printed = if graph.debug {
-            options
-                .print
-                .union(StreamMode::Updates | StreamMode::Values)
-        } else {
-            options.print
-        };
-        let sink = Sink {
-            queue: queue.clone(),
-            modes: modes.union(printed),
-            namespace: Namespace::ROOT,
-            shown: output,
-            seen: SeenMessages::default(),
-            // A printed chunk is printed when it is taken: all of them are needed.
-            latest_only: delivery == Delivery::Latest && printed.is_empty(),
-        };
-        let forward = options.forward.clone().map(|forward| Sink {
-            queue: forward.queue,
-            modes: forward.modes,
-            namespace: forward.namespace,
-            shown: graph.stream.clone(),
-            seen: forward.seen,
-            latest_only: false,
-        });
-        let durability = options.durability;
-        let scope = match (&options.parent, &graph.checkpointer, options.nested) {
-            (Some(parent), _, _) => {
-                PersistScope::for_subgraph(&parent.scope, graph.subgraph_checkpoints)
-            }
-            (None, Some(saver), false) => Some(PersistScope {
-                saver: saver.clone(),
-                checkpoint_ns: config.checkpoint_ns().to_owned(),
-                durability,
-                parents: std::collections::BTreeMap::new(),
-                nested: false,
-            }),
-            _ => None,
-        };
-        // A graph's own store wins over the one a parent task passes down.
-        let mut options = options;
-        if let Some(store) = &graph.store {
-            options.store = Some(store.clone());
-        }
-        let run_info = RunInfo::new(graph.clone(), config, sink, forward, &options, scope);
-        let before = options
-            .interrupt_before
-            .unwrap_or_else(|| graph.interrupt_before.clone());
-        let after = options
-            .interrupt_after
-            .unwrap_or_else(|| graph.interrupt_after.clone());
-        let run_loop = Loop::new(graph, run_info);
-        let info = run_loop.run.clone();
-        let run = run_loop.run(input, durability, [before, after]);
-        Self {
-            run: Some(Box::pin(run)),
-            info,
-            queue,
-            taken: VecDeque::new(),
-            error: None,
-            streamed: modes,
-            printed,
-        }
-    }
-
-    /// The interrupts the run stopped on so far (all of them once the
-    /// stream has ended), in the order the tasks interrupted.
-    pub fn interrupts(&self) -> Vec<Interrupt> {
-        self.info.interrupts()
-    }
-
-    /// The next chunk to hand out (chunks only printed are printed here).
-    /// With `refill`, takes what the queue holds when nothing taken is
-    /// left; without, hands out only chunks already taken (no lock).
-    fn pop(&mut self, refill: bool) -> Option<StreamChunk> {
-        loop {
-            if refill && self.taken.is_empty() {
-                self.queue.take_into(&mut self.taken);
-            }
-            let chunk = self.taken.pop_front()?;
-            if self.printed.contains(chunk.mode) {
-                print_chunk(&chunk);
-            }
-            if self.streamed.contains(chunk.mode) {
-                return Some(chunk);
-            }
-        }
-    }
-}
-
-impl Stream for RunStream {
-    type Item = Result<StreamChunk>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            // Chunks the run queued before it last returned were taken then;
-            // while it is alive, new ones are taken after polling it.
-            let finished = this.run.is_none();
-            if let Some(chunk) = this.pop(finished) {
-                return Poll::Ready(Some(Ok(chunk)));
-            }
-            let Some(run) = this.run.as_mut() else {
-                return Poll::Ready(this.error.take().map(Err));
-            };
-            // Chunks sent from inside this poll, on this thread, skip the
-            // queue's lock (see `ChunkQueue::polling`).
-            match this
-                .queue
-                .polling(&mut this.taken, || run.as_mut().poll(cx))
-            {
-                Poll::Ready(result) => {
-                    this.run = None;
-                    this.error = result.err();
-                }
-                Poll::Pending => {
-                    // The loop yields with chunks waiting; hand them out first.
-                    let yielded = this.queue.take_yield();
-                    return match this.pop(true) {
-                        Some(chunk) => Poll::Ready(Some(Ok(chunk))),
-                        None => {
-                            if yielded {
-                                // The chunks went to a parent's queue; the
-                                // loop can go on as soon as we are polled.
-                                cx.waker().wake_by_ref();
-                            }
-                            Poll::Pending
-                        }
-                    };
-                }
-            }
-        }
-    }
-}
-
-/// Prints a chunk as LangGraph's `print_mode` does, through `tracing`.
-fn print_chunk(chunk: &StreamChunk) {
-    let payload = serde_json::to_string(&chunk.data)
-        .unwrap_or_else(|err| format!("<{} not serializable: {err}>", chunk.data.type_name()));
-    if chunk.namespace.is_empty() {
-        tracing::info!(target: "stategraph::print", "[{}] {payload}", chunk.mode);
-    } else {
-        let namespace = chunk.namespace.join("|");
-        tracing::info!(
-            target: "stategraph::print",
-            "[{}] [graph={namespace}] {payload}",
-            chunk.mode
-        );
-    }
-}
-
-/// Returns `Pending` once, without waking anyone: only for the run's own
-/// loop, after it marked the yield on its queue (`ChunkQueue::mark_yield`).
-/// The run's stream, its only poller, then hands out the waiting chunks
-/// and polls the loop again when asked for the next one; if its own queue
-/// has none (they went to a parent's queue), it wakes its task itself.
-/// Waking through the runtime's waker at every step would cost more.
-struct YieldToStream(bool);
-
-impl Future for YieldToStream {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            Poll::Pending
-        }
     }
 }
 
@@ -913,7 +563,7 @@ impl Loop {
                 || self.run.forward.as_ref().is_some_and(Sink::has_pending)
             {
                 self.run.sink.queue.mark_yield();
-                YieldToStream(false).await;
+                stream::YieldToStream(false).await;
             }
         }
     }
