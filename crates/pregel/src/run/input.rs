@@ -1,0 +1,228 @@
+//! A run's input: values, resume and `Command`s, checked and written to
+//! the input channels.
+
+use std::sync::Arc;
+
+use stategraph_core::Value;
+
+use super::{InputCommand, Loop, Task};
+use crate::ChannelId;
+use crate::error::{PregelError, Result};
+use crate::graph::IoChannels;
+use crate::types::{Command, Goto, names};
+
+/// What a run starts from.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// New input, written to the input channels.
+    Value(Value),
+    /// No input: resume the thread (needs a checkpointer).
+    Resume,
+    /// A command: state updates, destinations and resume values.
+    Command(Command),
+}
+
+impl Input {
+    /// The input, unless a JSON value in it (the input value, a command's
+    /// updates or resume answer) nests deeper than
+    /// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH): no saver could read
+    /// it back, and recursing into it could overflow the stack. Checked
+    /// without recursion; a refused input is dropped without recursion too.
+    pub(super) fn within_depth(self) -> Result<Self> {
+        let values: Vec<&Value> = match &self {
+            Self::Value(value) => vec![value],
+            Self::Resume => Vec::new(),
+            Self::Command(command) => command
+                .update
+                .iter()
+                .map(|(_, value)| value)
+                .chain(&command.resume)
+                .collect(),
+        };
+        let limit = stategraph_core::json::MAX_DEPTH;
+        let too_deep = values.into_iter().any(|value| {
+            value
+                .as_json()
+                .is_some_and(|json| stategraph_core::json::deeper_than(json, limit))
+        });
+        if !too_deep {
+            return Ok(self);
+        }
+        let owned: Vec<Value> = match self {
+            Self::Value(value) => vec![value],
+            Self::Resume => Vec::new(),
+            Self::Command(command) => command
+                .update
+                .into_iter()
+                .map(|(_, value)| value)
+                .chain(command.resume)
+                .collect(),
+        };
+        for value in owned {
+            if let Ok(json) = value.downcast_arc::<serde_json::Value>()
+                && let Some(json) = Arc::into_inner(json)
+            {
+                stategraph_core::json::drop_deep(json);
+            }
+        }
+        Err(PregelError::Value(stategraph_core::ValueError::TooDeep {
+            limit,
+        }))
+    }
+}
+
+impl From<Value> for Input {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl From<serde_json::Value> for Input {
+    fn from(value: serde_json::Value) -> Self {
+        match value {
+            serde_json::Value::Null => Self::Resume,
+            other => Self::Value(Value::from_json(other)),
+        }
+    }
+}
+
+impl From<Command> for Input {
+    fn from(command: Command) -> Self {
+        Self::Command(command)
+    }
+}
+
+impl Loop {
+    pub(super) fn apply_input(&mut self, input: Input) -> Result<Vec<ChannelId>> {
+        let writes = match input {
+            Input::Value(value) => self.input_writes(value)?,
+            Input::Command(command) => return self.apply_command_input(command),
+            Input::Resume => {
+                return Err(PregelError::EmptyInput(self.input_names()));
+            }
+        };
+        let mut input_task = Task::input(writes);
+        self.apply(std::slice::from_mut(&mut input_task), false)
+    }
+
+    /// The writes of a run's input to the input channels (at least one).
+    pub(super) fn input_writes(&self, value: Value) -> Result<Vec<(ChannelId, Value)>> {
+        let writes: Vec<(ChannelId, Value)> = match &self.graph.input {
+            IoChannels::One(channel) => vec![(*channel, value)],
+            IoChannels::Many(channels) => {
+                let json = value.to_json()?;
+                let serde_json::Value::Object(map) = json else {
+                    return Err(PregelError::InvalidGraph(format!(
+                        "expected the input to be a map of channels, got {json}"
+                    )));
+                };
+                let mut writes = Vec::new();
+                for (key, value) in map {
+                    match self
+                        .graph
+                        .shape
+                        .channel_id(&key)
+                        .filter(|c| channels.contains(c))
+                    {
+                        Some(channel) => writes.push((channel, Value::from_json(value))),
+                        None => tracing::warn!(
+                            "input channel {key} not found among the graph's input channels"
+                        ),
+                    }
+                }
+                writes
+            }
+        };
+        if writes.is_empty() {
+            return Err(PregelError::EmptyInput(self.input_names()));
+        }
+        Ok(writes)
+    }
+
+    /// A `Command` as the input of a fresh thread, as LangGraph 1.2.22 runs it
+    /// (README semantics #9, trace 08 `command_input`): the command's writes
+    /// (`goto`, then `update`) are applied as the input's writes; the tasks
+    /// they would trigger are discarded (marked as seen, their trigger values
+    /// cleared); then the command itself is written to the input channel like
+    /// any other input. The input node therefore applies the `update` a second
+    /// time (a reducer key gets it twice), follows the `goto` and fires its own
+    /// edges, and the `goto` targets run in the step after it. This upstream
+    /// quirk is copied on purpose so that graphs behave as in Python.
+    /// (Once checkpoints exist, a `Command` on a thread with a checkpoint
+    /// takes the resume path instead: its writes are applied once.)
+    ///
+    /// A graph with several input channels (a raw `Pregel`) gets only the
+    /// command's writes (LangGraph raises a `TypeError` there), and so does a
+    /// graph whose typed input channel cannot hold a command.
+    fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
+        let writes = self.command_writes(command.clone())?;
+        if writes.is_empty() {
+            return Err(PregelError::EmptyInput(self.input_names()));
+        }
+        let mut null_task = Task::input(writes);
+        let updated = self.apply(std::slice::from_mut(&mut null_task), false)?;
+        let IoChannels::One(input) = self.graph.input else {
+            return Ok(updated);
+        };
+        let command = Value::new(InputCommand(command));
+        if self
+            .channels
+            .get(input)
+            .boxed_clone()
+            .update(vec![command.clone()])
+            .is_err()
+        {
+            return Ok(updated);
+        }
+        // The discarded tasks have no writes; applying them records what
+        // they saw and lets the trigger values expire.
+        let mut tasks = self.prepare_tasks(&updated)?;
+        tasks.push(Task::input(vec![(input, command)]));
+        self.apply(&mut tasks, true)
+    }
+
+    /// The input channels as LangGraph names them in errors.
+    fn input_names(&self) -> String {
+        match &self.graph.input {
+            IoChannels::One(channel) => self.name(*channel).to_owned(),
+            IoChannels::Many(channels) => {
+                let names: Vec<String> = channels
+                    .iter()
+                    .map(|c| format!("'{}'", self.name(*c)))
+                    .collect();
+                format!("[{}]", names.join(", "))
+            }
+        }
+    }
+
+    pub(super) fn command_writes(&self, command: Command) -> Result<Vec<(ChannelId, Value)>> {
+        if command.resume.is_some() {
+            // Resuming needs saved interrupts, hence a checkpointer.
+            return Err(PregelError::Runtime(
+                "Cannot use Command(resume=...) without checkpointer".into(),
+            ));
+        }
+        if command.graph == crate::types::CommandGraph::Parent {
+            return Err(PregelError::InvalidUpdate(
+                "There is no parent graph".into(),
+            ));
+        }
+        let mut writes = Vec::new();
+        for goto in command.goto {
+            match goto {
+                Goto::Send(send) => writes.push((self.graph.tasks_channel, Value::new(send))),
+                Goto::Node(node) => match self.graph.shape.channel_id(&names::branch_to(&node)) {
+                    Some(channel) => writes.push((channel, Value::new(names::START))),
+                    None => tracing::warn!("Command goto to unknown node {node:?} ignored"),
+                },
+            }
+        }
+        for (key, value) in command.update {
+            match self.graph.shape.channel_id(&key) {
+                Some(channel) => writes.push((channel, value)),
+                None => tracing::warn!("Command update of unknown channel {key:?} ignored"),
+            }
+        }
+        Ok(writes)
+    }
+}
