@@ -1,0 +1,515 @@
+//! Running a superstep's tasks: alone or concurrently, with retries, the
+//! node cache and lent fresh reads; committing each task's writes and
+//! outcome as it finishes.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use stategraph_core::Value;
+use stategraph_llm::observe::observe;
+
+use super::{
+    FreshCopy, Loop, NodeUpdate, Task, TaskResult, UpdatePayload, WriteSender, discard,
+    fill_task_context, passthrough, persist,
+};
+use crate::NodeId;
+use crate::error::{NodeError, Result};
+use crate::graph::{IoChannels, PregelInner};
+use crate::node::{NodeFailure, NodeOutput, StateValues, TaskContext};
+use crate::retry;
+use crate::types::{Interrupt, StreamMode, names};
+
+impl Loop {
+    /// A task's own context, for a task that runs beside others.
+    fn task_context(&self, task: &Task) -> TaskContext {
+        let mut ctx = self.ctx.clone();
+        fill_task_context(&mut ctx, task, self.step, self.stop);
+        ctx
+    }
+
+    /// Runs a step's tasks. With a checkpointer, the previous checkpoint's
+    /// put (`put`, async durability) and the writes of each task, saved as
+    /// it finishes, go through one ordered pipeline beside the tasks.
+    /// Returns whether a task interrupted.
+    pub(super) async fn execute(
+        &mut self,
+        tasks: &mut [Task],
+        put: Option<BoxFuture<'static, Result<()>>>,
+    ) -> Result<bool> {
+        let Some(target) = self.persist.as_ref().map(|p| p.writes_target()) else {
+            return self.run_tasks(tasks, None).await;
+        };
+        let (saver, config) = match target {
+            persist::WritesTarget::Save(saver, config) => (saver, config),
+            persist::WritesTarget::Defer => {
+                // Exit durability: nothing is saved during the step; if it
+                // stops (an interrupt, an error), what its tasks did is kept
+                // for the exit checkpoint.
+                if let Some(put) = put {
+                    put.await?;
+                }
+                self.run.begin_deferred();
+                let ran = self.run_tasks(tasks, None).await;
+                let mut kept = self.run.end_deferred();
+                if !matches!(ran, Ok(false)) {
+                    kept.extend(self.stopped_step_writes(tasks));
+                }
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.defer(kept);
+                }
+                return ran;
+            }
+        };
+        let (sender, pipeline) = persist::save_pipeline(put, saver, config);
+        // Functional tasks called by the step's tasks save through it too.
+        self.run.set_saves(Some(sender.clone()));
+        let run = self.run.clone();
+        let this = &mut *self;
+        let ran = async move {
+            let ran = this.run_tasks(tasks, Some(sender)).await;
+            // The pipeline ends once every sender is gone.
+            run.set_saves(None);
+            ran
+        };
+        let (ran, saved) = futures::join!(ran, pipeline);
+        // The run's own error wins over a saving error.
+        let interrupted = ran?;
+        saved?;
+        Ok(interrupted)
+    }
+
+    /// Announces a step's tasks (`tasks`/`debug` chunks) and takes cached
+    /// writes from the node cache.
+    pub(super) fn start_tasks(&self, tasks: &mut [Task]) {
+        if self.wants_task_events() {
+            for task in tasks.iter() {
+                self.emit_task_start(task);
+            }
+        }
+        if self.run.wants(StreamMode::Messages) {
+            for task in tasks.iter().filter(|task| !task.cached) {
+                self.see_input_messages(task);
+            }
+        }
+        if self.graph.cache.is_some() {
+            for task in tasks.iter_mut().filter(|task| !task.cached) {
+                self.use_cached_writes(task);
+            }
+        }
+    }
+
+    /// Runs a step's only task: awaited directly, with the loop's own
+    /// context lent to its node.
+    pub(super) async fn run_lone_task(
+        &mut self,
+        task: &mut Task,
+        saves: Option<&WriteSender>,
+    ) -> Result<bool> {
+        if task.cached {
+            return Ok(false);
+        }
+        let graph = &*self.graph;
+        let node = &graph.nodes[task.node];
+        let (handled_by, result) = match &node.func {
+            Some(func) => {
+                // The node's input moves to it unless the cache keys
+                // the task's writes by it.
+                let input = if graph.caches_writes_of(task.node) {
+                    task.input.clone()
+                } else {
+                    task.input.take()
+                };
+                let input = input.unwrap_or_else(Value::null);
+                let observer = self.task_observer(task);
+                fill_task_context(&mut self.ctx, task, self.step, self.stop);
+                // Made where it is awaited, so it is not moved there.
+                match observer {
+                    Some(observer) => {
+                        observe(
+                            observer,
+                            run_node(graph, task.node, input, &self.ctx).boxed(),
+                        )
+                        .await
+                    }
+                    // Most nodes: one attempt, awaited right here.
+                    None if node.is_plain() => (None, retry::once(func, input, &self.ctx).await),
+                    None => run_node(graph, task.node, input, &self.ctx).await,
+                }
+            }
+            None => (
+                None,
+                Ok(passthrough(&task.input.clone().unwrap_or_else(Value::null))),
+            ),
+        };
+        if let Some(handler) = handled_by {
+            task.node = handler;
+        }
+        let lent = result.is_ok() && self.lend_fresh_reads(task);
+        let committed = self.commit(task, result, saves);
+        if lent {
+            self.return_lent(task);
+        }
+        committed
+    }
+
+    async fn run_tasks(&mut self, tasks: &mut [Task], saves: Option<WriteSender>) -> Result<bool> {
+        let saves = saves.as_ref();
+        if let [task] = tasks {
+            return self.run_lone_task(task, saves).await;
+        }
+        let graph = self.graph.clone();
+        let mut interrupted = false;
+        let mut running = FuturesUnordered::new();
+        for (index, task) in tasks.iter_mut().enumerate() {
+            if task.cached {
+                continue;
+            }
+            let node = &graph.nodes[task.node];
+            match &node.func {
+                Some(_) => {
+                    let (graph, node) = (graph.clone(), task.node);
+                    let input = task.input.clone().unwrap_or_else(Value::null);
+                    let ctx = self.task_context(task);
+                    let run =
+                        async move { (index, run_node(&graph, node, input, &ctx).await) }.boxed();
+                    running.push(match self.task_observer(task) {
+                        Some(observer) => observe(observer, run).boxed(),
+                        None => run,
+                    });
+                }
+                None => {
+                    let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
+                    interrupted |= self.commit(task, Ok(output), saves)?;
+                }
+            }
+        }
+        while let Some((index, (handled_by, result))) = running.next().await {
+            let task = &mut tasks[index];
+            if let Some(handler) = handled_by {
+                task.node = handler;
+            }
+            interrupted |= self.commit(task, result, saves)?;
+        }
+        Ok(interrupted)
+    }
+
+    /// Lends the channels a step's only task reads fresh after writing them
+    /// (`PregelNode::declare_fresh_reads`) to its writers, which then apply
+    /// the task's writes to them in place (`read_fresh`) and the step
+    /// commits them as they are: the value is not copied, and the old one
+    /// is not dropped. Only in runs without a checkpointer, where a failed
+    /// step ends the run with nothing reading its channels again. Returns
+    /// whether channels were lent.
+    fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
+        let graph = &*self.graph;
+        let node = &graph.nodes[task.node];
+        if self.persist.is_some()
+            || node.fresh_reads.is_empty()
+            || graph.caches_writes_of(task.node)
+        {
+            return false;
+        }
+        // The node is done with its input: once it lets go of the values,
+        // a write can change them in place.
+        task.input = None;
+        self.lent_owner = task.node;
+        let lent = self.lent.get_mut();
+        for &channel in &node.fresh_reads {
+            // A trigger is consumed before the step's writes are applied.
+            if !node.triggers.contains(&channel) {
+                lent.push(FreshCopy {
+                    channel,
+                    writes: 0,
+                    changed: false,
+                    copy: Some(self.channels.take(channel)),
+                });
+            }
+        }
+        true
+    }
+
+    /// Puts lent channels back; those the writers changed in place go to
+    /// the task's fresh reads, so the step does not apply those writes again.
+    fn return_lent(&mut self, task: &mut Task) {
+        for mut lent in self.lent.get_mut().drain(..) {
+            if let Some(channel) = lent.copy.take() {
+                self.channels.set(lent.channel, channel);
+            }
+            if lent.writes > 0 {
+                if task.fresh.capacity() == 0 {
+                    task.fresh = self.fresh_pool.get_mut().pop().unwrap_or_default();
+                }
+                task.fresh.push(lent);
+            }
+        }
+    }
+
+    /// Takes a finished task's result: its writes (streamed, and saved with
+    /// a checkpointer), its interrupt, or its error. Returns whether it
+    /// interrupted; an error fails the run.
+    fn commit(
+        &self,
+        task: &mut Task,
+        result: std::result::Result<NodeOutput, NodeError>,
+        saves: Option<&WriteSender>,
+    ) -> Result<bool> {
+        let error = match result {
+            Ok(output) => {
+                self.finish_task(task, &output)?;
+                discard(output, |output| matches!(output, NodeOutput::None));
+                if self.persist.is_some() {
+                    self.record_outcome(task, persist::Outcome::Wrote, saves);
+                }
+                return Ok(false);
+            }
+            Err(error) => error,
+        };
+        if let Some(interrupts) = error.interrupts() {
+            let interrupts = interrupts.to_vec();
+            self.emit_interrupt(task, interrupts.clone());
+            self.record_outcome(task, persist::Outcome::Interrupted(interrupts), saves);
+            return Ok(true);
+        }
+        self.record_outcome(task, persist::Outcome::Failed(error.repr()), saves);
+        Err(self.task_failed(task, error))
+    }
+
+    /// Keeps a task's outcome and sends it to be saved, in a run with a
+    /// checkpointer (without one nothing reads it).
+    #[inline]
+    fn record_outcome(
+        &self,
+        task: &mut Task,
+        outcome: persist::Outcome,
+        saves: Option<&WriteSender>,
+    ) {
+        if self.persist.is_none() {
+            return;
+        }
+        if let Some(saves) = saves {
+            self.save_outcome(saves, task, &outcome);
+        }
+        task.outcome = Some(Box::new(outcome));
+    }
+
+    /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
+    /// the state with the same key in `values`, the `tasks` result.
+    fn emit_interrupt(&self, task: &Task, interrupts: Vec<Interrupt>) {
+        self.run.record_interrupts(&interrupts);
+        if self.graph.nodes[task.node].hidden {
+            return;
+        }
+        if self.wants_task_events() {
+            let id = self.task_id(task);
+            let name = self.graph.shape.node_name(task.node).clone();
+            let shown: Vec<Value> = interrupts.iter().cloned().map(Value::new).collect();
+            self.emit_task_event("task_result", |_| TaskResult {
+                id: id.clone(),
+                name: name.clone(),
+                error: None,
+                result: StateValues::default(),
+                interrupts: shown.clone(),
+            });
+        }
+        self.emit_interrupts(&Value::new(interrupts), true);
+    }
+
+    /// `{"__interrupt__": interrupts}` to `updates`, and (with `values`) the
+    /// state with that key added to `values` (only the key for a single
+    /// stream channel).
+    pub(super) fn emit_interrupts(&self, interrupts: &Value, values: bool) {
+        // The state's chunk comes before the interrupt's.
+        self.send_held_values();
+        for sink in self.run.sinks() {
+            if sink.wants(StreamMode::Updates) {
+                sink.push(
+                    StreamMode::Updates,
+                    Value::new(NodeUpdate {
+                        node: Arc::from(names::INTERRUPT),
+                        update: UpdatePayload::Value(interrupts.clone()),
+                        cached: false,
+                    }),
+                );
+            }
+            if values && sink.wants(StreamMode::Values) {
+                let mut pairs = match &sink.shown {
+                    IoChannels::One(_) => Vec::new(),
+                    IoChannels::Many(_) => self
+                        .values_of(&sink.shown)
+                        .downcast_ref::<StateValues>()
+                        .map(|values| values.pairs().to_vec())
+                        .unwrap_or_default(),
+                };
+                pairs.push((Arc::from(names::INTERRUPT), interrupts.clone()));
+                sink.push(StreamMode::Values, Value::new(StateValues::new(pairs)));
+            }
+        }
+    }
+
+    /// The cache namespace and key of a task, when its node and the graph cache.
+    fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
+        let policy = self.graph.nodes[task.node].settings().cache.as_ref()?;
+        self.graph.cache.as_ref()?;
+        let namespace = format!(
+            "__pregel_ns_writes:{}",
+            self.graph.shape.node_name(task.node)
+        );
+        Some((namespace, policy.key_of(task.input.as_ref()?)))
+    }
+
+    /// Takes a task's writes from the node cache when they are there.
+    fn use_cached_writes(&self, task: &mut Task) {
+        let (Some((namespace, key)), Some(cache)) =
+            (self.cache_slot(task), self.graph.cache.as_ref())
+        else {
+            return;
+        };
+        let Some(writes) = cache.get(&namespace, &key) else {
+            return;
+        };
+        task.writes = crate::cache::resolve(&writes, |name| self.graph.shape.channel_id(name));
+        task.cached = true;
+        self.emit_updates(task, true);
+    }
+
+    /// Stores a finished task's writes in the node cache.
+    pub(super) fn store_cached_writes(&self, task: &Task) {
+        let (Some((namespace, key)), Some(cache)) =
+            (self.cache_slot(task), self.graph.cache.as_ref())
+        else {
+            return;
+        };
+        let ttl = self.graph.nodes[task.node]
+            .settings()
+            .cache
+            .as_ref()
+            .and_then(|p| p.ttl);
+        let writes = task
+            .writes
+            .iter()
+            .map(|(channel, value)| (self.graph.shape.channel_name_arc(*channel), value.clone()))
+            .collect();
+        cache.set(&namespace, &key, writes, ttl);
+    }
+}
+
+/// Runs a task's node: a node with no retry policy, timeout or error
+/// handler (most nodes) in one guarded attempt with a small future; any
+/// other through [`run_task`], boxed.
+fn run_node<'a>(
+    graph: &'a PregelInner,
+    node: NodeId,
+    input: Value,
+    ctx: &'a TaskContext,
+) -> impl Future<Output = (Option<NodeId>, std::result::Result<NodeOutput, NodeError>)>
++ std::marker::Send
++ 'a {
+    use futures::future::Either;
+    let spec = &graph.nodes[node];
+    match &spec.func {
+        // Most nodes: one attempt, nothing else around it.
+        Some(func) if spec.is_plain() => {
+            Either::Left(retry::once(func, input, ctx).map(|result| (None, result)))
+        }
+        // Retries, timeouts and error handlers: boxed, so the common
+        // case's future stays small.
+        _ => Either::Right(run_task(graph, node, input, ctx.clone()).boxed()),
+    }
+}
+
+/// Runs a task's node with its retries and timeout; when it still fails
+/// (not by an interrupt) and the node has an error handler, runs the
+/// handler on the same input and returns its id with the handler's result:
+/// the task then becomes the handler's.
+async fn run_task(
+    graph: &PregelInner,
+    node: NodeId,
+    input: Value,
+    ctx: TaskContext,
+) -> (Option<NodeId>, std::result::Result<NodeOutput, NodeError>) {
+    let spec = &graph.nodes[node];
+    let Some(func) = &spec.func else {
+        return (None, Ok(passthrough(&input)));
+    };
+    let name = graph.shape.node_name(node);
+    let settings = spec.settings();
+    let Some(handler) = settings
+        .error_handler
+        .as_deref()
+        .and_then(|handler| graph.shape.node_id(handler))
+        .filter(|handler| *handler != node)
+    else {
+        return (
+            None,
+            run_with_retry(func, name, input, ctx, &settings.retry, settings.timeout).await,
+        );
+    };
+    let handler_ctx = ctx.clone();
+    let error = match run_with_retry(
+        func,
+        name,
+        input.clone(),
+        ctx,
+        &settings.retry,
+        settings.timeout,
+    )
+    .await
+    {
+        Err(error) if error.interrupts().is_none() => error,
+        done => return (None, done),
+    };
+    let handler_spec = &graph.nodes[handler];
+    let Some(func) = &handler_spec.func else {
+        return (None, Err(error));
+    };
+    tracing::info!(node = &**name, "running the error handler after {error}");
+    let handler_name = graph.shape.node_name(handler);
+    let mut ctx = handler_ctx;
+    ctx.node = handler;
+    ctx.failure = Some(Arc::new(NodeFailure {
+        node: name.clone(),
+        error,
+    }));
+    let result = run_with_retry(
+        func,
+        handler_name,
+        input,
+        ctx,
+        &handler_spec.settings().retry,
+        handler_spec.settings().timeout,
+    )
+    .await;
+    (Some(handler), result)
+}
+
+fn run_with_retry<'a>(
+    func: &'a crate::NodeFn,
+    name: &'a str,
+    input: Value,
+    ctx: TaskContext,
+    policies: &'a [retry::RetryPolicy],
+    timeout: Option<crate::TimeoutPolicy>,
+) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
+    use futures::future::Either;
+    let Some(policy) = timeout else {
+        return Either::Left(retry::with_retry(name, policies, move |attempt| {
+            let mut ctx = ctx.clone();
+            ctx.attempt = attempt;
+            func(input.clone(), &ctx)
+        }));
+    };
+    Either::Right(retry::with_retry(name, policies, move |attempt| {
+        let mut ctx = ctx.clone();
+        ctx.attempt = attempt;
+        let input = input.clone();
+        async move {
+            crate::timeout::attempt(name, &policy, |progress| {
+                ctx.progress = progress;
+                func(input, &ctx)
+            })
+            .await
+        }
+    }))
+}
