@@ -6,6 +6,15 @@
 //! apply all writes together in task-path order, emit a `values` chunk, and
 //! yield to the consumer whenever chunks are waiting. Dropping the stream drops
 //! the loop and every task in flight.
+//!
+//! This file holds the loop itself (`Loop`, its step sequence and
+//! breakpoints); each part of a step lives in a file of its own:
+//! `stream.rs` (`stream`, `invoke`, `RunStream`), `input.rs` (the input
+//! and `Command`s), `plan.rs` (the tasks of a step), `execute.rs` (running
+//! them), `apply.rs` (applying their writes), `emit.rs` (task events,
+//! `updates` and `values`), `messages.rs` (the `messages` mode),
+//! `persist.rs` (loading and saving checkpoints), `state.rs` (`get_state`,
+//! `get_state_history`) and `update.rs` (`update_state`).
 
 use std::sync::Arc;
 
