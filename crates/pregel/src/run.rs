@@ -13,6 +13,7 @@
 //! and `Command`s), `plan.rs` (the tasks of a step), `execute.rs` (running
 //! them), `apply.rs` (applying their writes), `emit.rs` (task events,
 //! `updates` and `values`), `messages.rs` (the `messages` mode),
+//! `announce.rs` (the `checkpoints` chunks),
 //! `persist.rs` (loading and saving checkpoints), `state.rs` (`get_state`,
 //! `get_state_history`) and `update.rs` (`update_state`).
 
@@ -29,6 +30,7 @@ use crate::run_channels::RunChannels;
 use crate::types::{Command, Goto, Interrupt, Send};
 use crate::{ChannelId, NodeId};
 
+mod announce;
 mod apply;
 mod emit;
 mod execute;
@@ -228,7 +230,7 @@ struct Loop {
     // The source of the checkpoint the run loaded.
     loaded_source: Option<CheckpointSource>,
     // The checkpoint saved last, until `checkpoints` chunks show it.
-    announced: Option<persist::Announced>,
+    announced: Option<announce::Announced>,
     // Static breakpoints, and per channel the version they last saw
     // (LangGraph's `versions_seen["__interrupt__"]`): a breakpoint fires only
     // when some channel changed since the run last stopped or resumed.

@@ -11,7 +11,8 @@ use stategraph_checkpoint::{
 };
 use stategraph_core::{RunnableConfig, Value};
 
-use super::persist::{Resumed, interrupts_of, is_control, planned_order, target_of};
+use super::announce::planned_order;
+use super::persist::{Resumed, interrupts_of, is_control, target_of};
 use super::{Loop, Task, TaskPath};
 use crate::ChannelId;
 use crate::error::{PregelError, Result};

@@ -1,0 +1,143 @@
+//! Announcing a saved checkpoint: the `checkpoints` chunk and the `debug`
+//! checkpoint event, sent once the tasks that follow it are known.
+
+use stategraph_checkpoint::{CheckpointConfig, CheckpointMetadata};
+use stategraph_core::{CheckpointId, Value};
+
+use super::persist::Persist;
+use super::{Loop, Task, TaskPath};
+use crate::graph::PregelInner;
+use crate::types::StreamMode;
+
+/// A saved checkpoint to show in `checkpoints` and `debug` chunks once the
+/// tasks that follow it are known.
+pub(super) struct Announced {
+    config: CheckpointConfig,
+    parent: Option<CheckpointConfig>,
+    metadata: CheckpointMetadata,
+}
+
+impl Announced {
+    pub(super) fn new(
+        persist: &Persist,
+        id: CheckpointId,
+        parent: Option<CheckpointId>,
+        metadata: &CheckpointMetadata,
+    ) -> Self {
+        let at = |id: CheckpointId| CheckpointConfig {
+            checkpoint_id: Some(id),
+            ..persist.target().clone()
+        };
+        Self {
+            config: at(id),
+            parent: parent.map(at),
+            metadata: metadata.clone(),
+        }
+    }
+}
+
+/// A checkpoint config as LangGraph shows it: `{"configurable": {..}}`.
+struct ConfigShown<'a>(&'a CheckpointConfig);
+
+impl serde::Serialize for ConfigShown<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Configurable<'a> {
+            checkpoint_ns: &'a str,
+            thread_id: &'a str,
+            checkpoint_id: Option<&'a str>,
+        }
+        #[derive(serde::Serialize)]
+        struct Shown<'a> {
+            configurable: Configurable<'a>,
+        }
+        Shown {
+            configurable: Configurable {
+                checkpoint_ns: &self.0.checkpoint_ns,
+                thread_id: &self.0.thread_id,
+                checkpoint_id: self.0.checkpoint_id.as_ref().map(CheckpointId::as_str),
+            },
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The payload of a `checkpoints` chunk (and of a `debug` checkpoint event).
+#[derive(serde::Serialize)]
+struct CheckpointEvent {
+    config: serde_json::Value,
+    parent_config: Option<serde_json::Value>,
+    values: Value,
+    metadata: serde_json::Value,
+    next: Vec<String>,
+    tasks: Vec<serde_json::Value>,
+}
+
+impl Loop {
+    /// Shows the checkpoint saved last in `checkpoints` and `debug`
+    /// chunks, with the tasks that follow it (LangGraph emits it once the
+    /// next step is planned).
+    pub(super) fn announce_checkpoint(&mut self, tasks: &[Task]) {
+        let Some(announced) = self.announced.take() else {
+            return;
+        };
+        let graph = &self.graph;
+        let mut ordered: Vec<&Task> = tasks.iter().collect();
+        ordered.sort_by_key(|task| planned_order(graph, task));
+        let shown_tasks = ordered
+            .iter()
+            .map(|task| {
+                let name = graph.shape.node_name(task.node);
+                let id = task.pad.as_ref().map(|pad| pad.task_id().to_string());
+                let state = task
+                    .pad
+                    .as_ref()
+                    .filter(|_| graph.nodes[task.node].subgraph)
+                    .map(|pad| {
+                        serde_json::json!({"configurable": {
+                            "thread_id": announced.config.thread_id,
+                            "checkpoint_ns": pad.namespace(),
+                        }})
+                    });
+                serde_json::json!({"id": id, "name": &**name, "interrupts": [], "state": state})
+            })
+            .collect();
+        let to_json = |config: &CheckpointConfig| {
+            serde_json::to_value(ConfigShown(config)).unwrap_or(serde_json::Value::Null)
+        };
+        let event = Value::new(CheckpointEvent {
+            config: to_json(&announced.config),
+            parent_config: announced.parent.as_ref().map(to_json),
+            values: self.values_of(&graph.stream),
+            metadata: announced.metadata.to_json(),
+            next: ordered
+                .iter()
+                .map(|task| graph.shape.node_name(task.node).to_string())
+                .collect(),
+            tasks: shown_tasks,
+        });
+        let step = announced.metadata.step.unwrap_or(self.step);
+        for sink in self.run.sinks() {
+            sink.push(StreamMode::Checkpoints, event.clone());
+            if sink.wants(StreamMode::Debug) {
+                sink.push(
+                    StreamMode::Debug,
+                    super::emit::debug_event(step, "checkpoint", event.clone()),
+                );
+            }
+        }
+    }
+}
+
+/// The order LangGraph lists the tasks planned from a stored checkpoint
+/// in: `Send` tasks first, then the triggered nodes in the order they were
+/// added to the graph.
+pub(super) fn planned_order(graph: &PregelInner, task: &Task) -> (u8, usize) {
+    match task.path {
+        TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
+        TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),
+    }
+}
