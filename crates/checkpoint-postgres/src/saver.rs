@@ -17,8 +17,8 @@ use stategraph_checkpoint::pieces::{self, PIECED_TAG, PieceId, Stored};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
-    CheckpointSaver, CheckpointTuple, Error, ListQuery, MetadataFilter, PendingWrite,
-    PruneStrategy, Result, SaverCapabilities, Value, limits, write_index,
+    CheckpointSaver, CheckpointTuple, DecodedValues, Error, ListQuery, MetadataFilter,
+    PendingWrite, PruneStrategy, Result, SaverCapabilities, Value, limits, write_index,
 };
 
 use crate::attempt::{self, Failure, Lent, Limits, Stop};
@@ -651,7 +651,7 @@ impl PostgresSaver {
         row: &PgRow,
         filter: &MetadataFilter,
         pieces: &PieceMap,
-        cache: &mut ValueCache,
+        mut cache: Option<&mut DecodedValues>,
     ) -> Result<Option<CheckpointTuple>> {
         let column_error = |err: sqlx::Error| backend(operation, None, err);
         let thread_id: String = row.try_get("thread_id").map_err(column_error)?;
@@ -699,22 +699,23 @@ impl PostgresSaver {
             let Some(version) = checkpoint.channel_versions.get(&channel) else {
                 continue;
             };
-            let key = (
-                thread_id.clone(),
-                checkpoint_ns.clone(),
-                channel.clone(),
-                version.to_string(),
-            );
-            let value = match cache.get(&key) {
-                Some(value) => value.clone(),
-                None => {
-                    let bytes = bytes.as_deref().unwrap_or_default();
-                    let value = self.load(operation, pieces, &thread_id, &channel, &tag, bytes)?;
-                    cache.insert(key, value.clone());
-                    value
-                }
+            let bytes = bytes.as_deref().unwrap_or_default();
+            let load = || {
+                self.load(operation, pieces, &thread_id, &channel, &tag, bytes)
+                    .map(Some)
             };
-            checkpoint.channel_values.insert(channel, value);
+            let cache = cache.as_deref_mut();
+            let value = DecodedValues::get_or_decode(
+                cache,
+                &thread_id,
+                &checkpoint_ns,
+                &channel,
+                *version,
+                load,
+            )?;
+            if let Some(value) = value {
+                checkpoint.channel_values.insert(channel, value);
+            }
         }
 
         let tasks: Vec<String> = column(row, "write_tasks").map_err(column_error)?;
@@ -785,11 +786,6 @@ impl PostgresSaver {
 
 /// Pieces fetched for a read, by thread and id.
 type PieceMap = HashMap<(String, PieceId), Vec<u8>>;
-
-/// Channel values decoded for a read, by thread, namespace, channel and
-/// version: the checkpoints of a history page that share a version share
-/// its value instead of each decoding a copy.
-type ValueCache = HashMap<(String, String, String, String), Value>;
 
 impl PostgresSaver {
     /// Deletes the pieces of `threads` that no stored value refers to any
@@ -1013,7 +1009,7 @@ impl<'a> Listing<'a> {
             self.done = true;
         }
         let pieces = self.saver.pieces_of("list", &rows).await?;
-        let mut cache = ValueCache::new();
+        let mut cache = DecodedValues::default();
         for row in &rows {
             let read = |name: &str| {
                 row.try_get::<String, _>(name)
@@ -1028,7 +1024,7 @@ impl<'a> Listing<'a> {
             // metadata counts as a match); the listing goes on past it.
             let item = self
                 .saver
-                .decode("list", row, &self.filter, &pieces, &mut cache);
+                .decode("list", row, &self.filter, &pieces, Some(&mut cache));
             if let Some(item) = item.transpose() {
                 self.buffer.push_back(item);
                 if let Some(remaining) = &mut self.remaining {
@@ -1198,13 +1194,7 @@ impl CheckpointSaver for PostgresSaver {
         let pieces = self.pieces_of("get_tuple", &rows).await?;
         match rows.first() {
             None => Ok(None),
-            Some(row) => self.decode(
-                "get_tuple",
-                row,
-                &MetadataFilter::default(),
-                &pieces,
-                &mut ValueCache::new(),
-            ),
+            Some(row) => self.decode("get_tuple", row, &MetadataFilter::default(), &pieces, None),
         }
     }
 

@@ -6,7 +6,7 @@
 //! waiting. Readers open deferred transactions so that a checkpoint, its
 //! values and its writes come from one snapshot.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -14,8 +14,8 @@ use stategraph_checkpoint::pieces::{self, PIECED_TAG, PieceId, Stored};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointId, CheckpointMetadata,
-    CheckpointTuple, Error, ListQuery, MetadataFilter, PendingWrite, PruneStrategy, Result, Value,
-    write_index,
+    CheckpointTuple, DecodedValues, Error, ListQuery, MetadataFilter, PendingWrite, PruneStrategy,
+    Result, Value, write_index,
 };
 
 use crate::error::{CorruptRowError, backend, in_operation, sqlite_in};
@@ -401,24 +401,19 @@ pub(crate) fn get_tuple(
         return Ok(None);
     };
     let metadata = row.metadata(op)?;
-    let tuple = assemble(&tx, row, metadata, &mut ValueCache::new(), op)?;
+    let tuple = assemble(&tx, row, metadata, None, op)?;
     tx.commit().map_err(sqlite_in(op))?;
     Ok(Some(tuple))
 }
 
-/// Channel values already decoded while reading several checkpoints, by
-/// thread, namespace, channel and version: the checkpoints of a history
-/// that share a version share its value instead of each decoding a copy.
-type ValueCache = HashMap<(String, String, String, String), Option<Value>>;
-
 /// Builds the tuple of a row: decodes the document, reads the blobs of its
-/// channel versions (from `cache` when decoded before) and its pending
-/// writes.
+/// channel versions (from `cache` when a checkpoint read before it decoded
+/// them) and its pending writes.
 fn assemble(
     conn: &Connection,
     row: StoredRow,
     metadata: CheckpointMetadata,
-    cache: &mut ValueCache,
+    mut cache: Option<&mut DecodedValues>,
     op: &'static str,
 ) -> Result<CheckpointTuple> {
     let mut checkpoint: Checkpoint = serde_json::from_str(&row.document)
@@ -432,40 +427,33 @@ fn assemble(
             )
             .map_err(sqlite_in(op))?;
         for (channel, version) in &checkpoint.channel_versions {
-            let key = (
-                row.thread_id.clone(),
-                row.checkpoint_ns.clone(),
-                channel.clone(),
-                version.to_string(),
-            );
-            if let Some(cached) = cache.get(&key) {
-                if let Some(value) = cached {
-                    values.insert(channel.clone(), value.clone());
-                }
-                continue;
-            }
-            let blob: Option<(String, Option<Vec<u8>>)> = stmt
-                .query_row(params![key.0, key.1, key.2, key.3], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()
-                .map_err(sqlite_in(op))?;
-            // No row at all is data loss; a row tagged `empty` is a cleared channel.
-            let Some((tag, bytes)) = blob else {
-                return Err(Error::Integrity {
-                    operation: op,
-                    thread_id: row.thread_id,
-                    checkpoint_ns: row.checkpoint_ns,
-                    checkpoint_id: CheckpointId::from(row.checkpoint_id),
-                    channel: channel.clone(),
-                    version: *version,
-                });
+            let (thread_id, ns) = (&row.thread_id, &row.checkpoint_ns);
+            let read = || {
+                let blob: Option<(String, Option<Vec<u8>>)> = stmt
+                    .query_row(params![thread_id, ns, channel, version.to_string()], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()
+                    .map_err(sqlite_in(op))?;
+                // No row at all is data loss; a row tagged `empty` is a cleared channel.
+                let Some((tag, bytes)) = blob else {
+                    return Err(Error::Integrity {
+                        operation: op,
+                        thread_id: thread_id.clone(),
+                        checkpoint_ns: ns.clone(),
+                        checkpoint_id: CheckpointId::from(row.checkpoint_id.as_str()),
+                        channel: channel.clone(),
+                        version: *version,
+                    });
+                };
+                decode(conn, thread_id, channel, &tag, bytes.as_deref(), op)
             };
-            let value = decode(conn, &row.thread_id, channel, &tag, bytes.as_deref(), op)?;
-            if let Some(value) = &value {
-                values.insert(channel.clone(), value.clone());
+            let cache = cache.as_deref_mut();
+            if let Some(value) =
+                DecodedValues::get_or_decode(cache, thread_id, ns, channel, *version, read)?
+            {
+                values.insert(channel.clone(), value);
             }
-            cache.insert(key, value);
         }
     }
     checkpoint.channel_values = values;
@@ -602,7 +590,7 @@ pub(crate) fn list_page(
             .map_err(sqlite_in(op))?
     };
     let total = fetched.len();
-    let mut cache = ValueCache::new();
+    let mut cache = DecodedValues::default();
     let mut page = Page {
         items: Vec::new(),
         cursor: None,
@@ -616,7 +604,7 @@ pub(crate) fn list_page(
         });
         let item = match row.metadata(op) {
             Ok(metadata) if filter.matches(&metadata) => {
-                assemble(&tx, row, metadata, &mut cache, op)
+                assemble(&tx, row, metadata, Some(&mut cache), op)
             }
             Ok(_) => continue,
             // Unreadable metadata cannot be filtered: report the row.

@@ -1,6 +1,7 @@
 //! Checkpoints, the `CheckpointSaver` trait and the in-memory saver.
 #![doc = include_str!("../README.md")]
 
+mod decoded;
 mod error;
 mod filter;
 pub mod limits;
@@ -11,6 +12,7 @@ pub mod serde;
 mod types;
 mod version;
 
+pub use decoded::DecodedValues;
 pub use error::{Error, Result};
 pub use filter::MetadataFilter;
 pub use memory::InMemorySaver;

@@ -15,11 +15,9 @@ use stategraph_checkpoint::{
 /// use stategraph_checkpoint::InMemorySaver;
 /// use stategraph_conformance::Guarded;
 ///
-/// /// A file-backed saver would keep its `tempfile::TempDir` here.
+/// // A file-backed saver would keep its `tempfile::TempDir` here.
+/// #[derive(Debug)]
 /// struct Storage;
-/// # impl std::fmt::Debug for Storage {
-/// #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str("Storage") }
-/// # }
 ///
 /// async fn factory() -> Guarded<InMemorySaver, Storage> {
 ///     Guarded::new(InMemorySaver::new(), Storage)
