@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::json;
 use stategraph_bigtool::{ToolRegistry, create_bigtool_agent};
 use stategraph_core::Value;
-use stategraph_graph::{CompileOptions, StateValues};
+use stategraph_graph::{ChannelValues, CompileOptions};
 use stategraph_llm::{
     AiMessage, FnTool, HashEmbeddings, Message, ScriptedChatModel, ToolCall, ToolError,
 };
@@ -113,7 +113,7 @@ fn retrieve_5000() -> Runner {
         .compile_options(CompileOptions::new().store(store))
         .build()
         .unwrap_or_else(|err| panic!("{err}"));
-    let input = Value::new(StateValues::single(
+    let input = Value::new(ChannelValues::single(
         "messages",
         Value::new(vec![Message::human("cos?")]),
     ));

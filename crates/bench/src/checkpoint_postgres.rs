@@ -14,7 +14,7 @@ use stategraph_checkpoint::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointId, CheckpointSaver,
 };
 use stategraph_checkpoint_postgres::PostgresSaver;
-use stategraph_checkpoint_postgres::raw::{RawCheckpoint, RawWriter, ScratchSchema};
+use stategraph_checkpoint_postgres::bench_baseline::{RawCheckpoint, RawWriter, ScratchSchema};
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use stategraph_checkpoint::{ChannelVersion, Checkpoint, CheckpointConfig, CheckpointSaver};
 use stategraph_checkpoint_sqlite::SqliteSaver;
-use stategraph_checkpoint_sqlite::raw::{RawCheckpoint, RawWriter};
+use stategraph_checkpoint_sqlite::bench_baseline::{RawCheckpoint, RawWriter};
 use stategraph_core::Value;
 use tokio::runtime::Runtime;
 

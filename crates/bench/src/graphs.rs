@@ -12,8 +12,8 @@ use stategraph_channels::{BinaryOperatorAggregate, LastValue, reducers};
 use stategraph_checkpoint::InMemorySaver;
 use stategraph_core::{List, RunnableConfig, Value};
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, Durability, END, NodeError, RunOptions, START, Schema,
-    Send, StateGraph, StateValues,
+    ChannelValues, CompileOptions, CompiledStateGraph, Durability, END, NodeError, RunOptions,
+    START, Schema, Send, StateGraph,
 };
 use stategraph_pregel::{NodeUpdate, StreamMode, UpdatePayload};
 
@@ -146,7 +146,7 @@ fn sequential_builder(n: usize) -> StateGraph {
     for i in 0..n {
         let name = format!("node_{i}");
         graph
-            .add_node(&name, |_: StateValues| async { Ok::<_, NodeError>(()) })
+            .add_node(&name, |_: ChannelValues| async { Ok::<_, NodeError>(()) })
             .and_then(|g| g.add_edge(&previous, &name))
             .unwrap_or_else(|err| panic!("{err}"));
         previous = name;
@@ -250,16 +250,16 @@ fn joke_subgraph() -> CompiledStateGraph {
     .and_then(|g| g.with_output_keys(["jokes"]))
     .unwrap_or_else(|err| panic!("{err}"));
     let result = (|| -> Result<(), stategraph_graph::GraphError> {
-        sub.add_node("edit", |s: StateValues| async move {
+        sub.add_node("edit", |s: ChannelValues| async move {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
-            Ok::<_, NodeError>(StateValues::new(vec![(
+            Ok::<_, NodeError>(ChannelValues::new(vec![(
                 Arc::from("subject"),
                 Value::new(concat_exact(&subject, " - hohoho")),
             )]))
         })?;
-        sub.add_node("generate", |s: StateValues| async move {
+        sub.add_node("generate", |s: ChannelValues| async move {
             let subject = s.get("subject").map(subject_text).unwrap_or_default();
-            Ok::<_, NodeError>(StateValues::new(vec![(
+            Ok::<_, NodeError>(ChannelValues::new(vec![(
                 Arc::from("jokes"),
                 Value::new(vec![Arc::<str>::from(concat_exact(
                     "Joke about ",
@@ -267,9 +267,9 @@ fn joke_subgraph() -> CompiledStateGraph {
                 ))]),
             )]))
         })?;
-        sub.add_node("bump", |s: StateValues| async move {
+        sub.add_node("bump", |s: ChannelValues| async move {
             let joke = first_joke(&s);
-            Ok::<_, NodeError>(StateValues::new(vec![(
+            Ok::<_, NodeError>(ChannelValues::new(vec![(
                 Arc::from("jokes"),
                 Value::new(vec![Arc::<str>::from(concat_exact(joke, " a"))]),
             )]))
@@ -280,7 +280,7 @@ fn joke_subgraph() -> CompiledStateGraph {
         sub.set_finish_point("generate")?;
         sub.add_conditional_edges(
             "bump",
-            |s: &StateValues| {
+            |s: &ChannelValues| {
                 if first_joke(s).ends_with(BUMP_SUFFIX) {
                     END
                 } else {
@@ -332,7 +332,7 @@ fn concat_exact(a: &str, b: &str) -> String {
 
 /// The subgraph's joke. Jokes are shared strings: the parent's list holds
 /// the subgraph's strings, as Python's list holds references.
-fn first_joke(state: &StateValues) -> &str {
+fn first_joke(state: &ChannelValues) -> &str {
     let Some(jokes) = state.get("jokes") else {
         return "";
     };
@@ -359,7 +359,7 @@ fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
         parent.add_node("generate_joke", joke_subgraph())?;
         parent.add_conditional_edges(
             START,
-            |s: &StateValues| {
+            |s: &ChannelValues| {
                 // Each Send shares its subject with the input, as Python passes references.
                 let subjects = s
                     .get("subjects")
@@ -370,7 +370,7 @@ fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
                     .map(|subject| {
                         Send::new(
                             "generate_joke",
-                            StateValues::new(vec![(Arc::from("subject"), subject.clone())]),
+                            ChannelValues::new(vec![(Arc::from("subject"), subject.clone())]),
                         )
                     })
                     .collect::<Vec<_>>()
@@ -391,7 +391,7 @@ fn fanout_runner(n: usize, checkpoint: bool) -> Runner {
             Value::from_json(json!(letters))
         })
         .collect();
-    let input = Value::new(StateValues::new(vec![(
+    let input = Value::new(ChannelValues::new(vec![(
         Arc::from("subjects"),
         Value::new(subjects),
     )]));
@@ -531,12 +531,12 @@ pub(crate) fn random_lowercase(n: usize, seed: &mut u64) -> String {
 
 /// The node body shared by the six nodes (WORKLOADS.md section 6).
 fn read_write(
-    state: &StateValues,
+    state: &ChannelValues,
     read: &str,
     writes: &[&str],
     n: usize,
     seed: &mut u64,
-) -> StateValues {
+) -> ChannelValues {
     let value = state.get(read).cloned().unwrap_or_else(Value::null);
     let list = value.clone().try_live::<List<Value>>().ok();
     let (single, many): (Value, Value) = match list {
@@ -546,7 +546,7 @@ fn read_write(
         ),
         None => (value.clone(), Value::new(List::from(vec![value]))),
     };
-    StateValues::new(
+    ChannelValues::new(
         writes
             .iter()
             .map(|key| {
@@ -595,7 +595,7 @@ fn wide_builder(n: usize) -> StateGraph {
     let result = (|| -> Result<(), stategraph_graph::GraphError> {
         for (index, (name, read, writes)) in nodes.into_iter().enumerate() {
             let seed = std::sync::Mutex::new(0x9E37_79B9_7F4A_7C15_u64 ^ (index as u64 + 1));
-            graph.add_node(name, move |state: StateValues| {
+            graph.add_node(name, move |state: ChannelValues| {
                 let mut seed = seed.lock().unwrap_or_else(|p| p.into_inner());
                 let update = read_write(&state, read, writes, n, &mut seed);
                 async move { Ok::<_, NodeError>(update) }
@@ -609,7 +609,7 @@ fn wide_builder(n: usize) -> StateGraph {
         graph.add_edge("five", "six")?;
         graph.add_conditional_edges(
             "six",
-            move |s: &StateValues| {
+            move |s: &ChannelValues| {
                 let len = s
                     .get("messages")
                     .and_then(|v| v.downcast_ref::<List<Value>>().map(List::len))
@@ -657,7 +657,7 @@ fn wide_runner(outer: usize, inner: usize, n: usize, checkpoint: bool) -> Runner
 /// [M]}` and checks it as the Python harness does.
 pub(crate) fn wide_run(graph: CompiledStateGraph, outer: usize, inner: usize) -> Runner {
     let document = wide_document(outer, inner);
-    let input = Value::new(StateValues::new(vec![(
+    let input = Value::new(ChannelValues::new(vec![(
         Arc::from("messages"),
         Value::new(List::from(vec![document])),
     )]));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use stategraph_core::Value;
-use stategraph_graph::{CompileOptions, StateValues};
+use stategraph_graph::{ChannelValues, CompileOptions};
 use stategraph_llm::{
     AiMessage, FnTool, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError,
 };
@@ -73,7 +73,7 @@ fn runner(n: usize, checkpoint: bool) -> Runner {
         .build()
         .unwrap_or_else(|err| panic!("{err}"));
     let rt = runtime();
-    let input = Value::new(StateValues::single(
+    let input = Value::new(ChannelValues::single(
         "messages",
         Value::new(vec![Message::human("hi?")]),
     ));

@@ -3,9 +3,9 @@
 
 use serde_json::json;
 use stategraph_checkpoint_postgres::PostgresStore;
-use stategraph_checkpoint_postgres::raw::RawStore as PgRawStore;
+use stategraph_checkpoint_postgres::bench_baseline::RawStore as PgRawStore;
 use stategraph_checkpoint_sqlite::SqliteStore;
-use stategraph_checkpoint_sqlite::raw::{RawItem, RawStore};
+use stategraph_checkpoint_sqlite::bench_baseline::{RawItem, RawStore};
 use stategraph_llm::HashEmbeddings;
 use stategraph_store::{InMemoryStore, IndexConfig, Op, PutOp, SearchOp, SharedStore, Store, ns};
 use tokio::runtime::Runtime;

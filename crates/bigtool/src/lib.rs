@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value as Json, json};
 use stategraph_core::{JsonMap, Value};
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, END, GraphError, NodeError, PathMap, Route, START, State,
-    StateGraph, StateValues, TaskContext,
+    ChannelValues, CompileOptions, CompiledStateGraph, END, GraphError, NodeError, PathMap, Route,
+    START, State, StateGraph, TaskContext,
 };
 use stategraph_llm::{
     CallOptions, ChatModel, Message, SharedChatModel, SharedTool, ToolContext, ToolError,
@@ -385,7 +385,7 @@ fn selection(state: &BigToolStateView, per_turn: bool, max: Option<usize>) -> Ve
 /// `select_tools`, the others to `tools`, one `Send` each, with the state;
 /// invalid calls (arguments that did not parse) to `tools` too, which
 /// answers them with their error so the model can retry.
-fn route(state: &StateValues) -> Vec<Route> {
+fn route(state: &ChannelValues) -> Vec<Route> {
     let messages = match state
         .get("messages")
         .map(|m| m.clone().decode::<Vec<Message>>())

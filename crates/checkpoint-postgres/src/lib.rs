@@ -2,11 +2,11 @@
 #![doc = include_str!("../README.md")]
 
 mod attempt;
-mod error;
-mod migrations;
 #[cfg(feature = "_bench")]
 #[doc(hidden)]
-pub mod raw;
+pub mod bench_baseline;
+mod error;
+mod migrations;
 mod saver;
 mod sql;
 mod store;

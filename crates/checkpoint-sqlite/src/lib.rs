@@ -16,4 +16,4 @@ pub use store::SqliteStore;
 
 #[cfg(feature = "_bench")]
 #[doc(hidden)]
-pub mod raw;
+pub mod bench_baseline;

@@ -16,8 +16,8 @@ use stategraph_channels::{
 use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
 use stategraph_core::{FxBuild, Value};
 use stategraph_pregel::{
-    ChannelId, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput, Pregel,
-    PregelBuilder, PregelError, PregelNode, ReadKeys, Reads, StateValues, SubgraphCheckpoints,
+    ChannelId, ChannelValues, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput,
+    Pregel, PregelBuilder, PregelError, PregelNode, ReadKeys, Reads, SubgraphCheckpoints,
     TaskContext, WriteContext, Writer, names,
 };
 use stategraph_store::{SharedStore, Store};
@@ -260,7 +260,7 @@ fn with_managed(func: NodeFn, managed: Vec<(Arc<str>, Managed)>) -> NodeFn {
         return func;
     }
     Arc::new(move |input: Value, ctx: &TaskContext| {
-        let input = match input.downcast_ref::<StateValues>() {
+        let input = match input.downcast_ref::<ChannelValues>() {
             Some(state) if !ctx.is_push() => {
                 Value::new(add_managed(state.clone(), &managed, ctx.remaining_steps()))
             }
@@ -271,10 +271,10 @@ fn with_managed(func: NodeFn, managed: Vec<(Arc<str>, Managed)>) -> NodeFn {
 }
 
 fn add_managed(
-    mut state: StateValues,
+    mut state: ChannelValues,
     managed: &[(Arc<str>, Managed)],
     remaining_steps: i64,
-) -> StateValues {
+) -> ChannelValues {
     for (key, kind) in managed {
         state.push(key.clone(), Value::from_json(kind.value(remaining_steps)));
     }

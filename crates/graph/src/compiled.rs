@@ -170,7 +170,7 @@ impl CompiledStateGraph {
         input: S,
         config: &RunnableConfig,
     ) -> Result<S> {
-        let input: stategraph_pregel::StateValues = S::Update::from(input).into();
+        let input: stategraph_pregel::ChannelValues = S::Update::from(input).into();
         let output = self.invoke(Value::new(input), config).await?;
         Ok(crate::state::from_output::<S>(output)?)
     }

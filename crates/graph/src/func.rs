@@ -9,7 +9,7 @@ use serde::Serialize;
 use stategraph_channels::{EphemeralValue, LastValue};
 use stategraph_core::Value;
 use stategraph_pregel::{
-    IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelNode, Reads, StateValues, TaskContext,
+    ChannelValues, IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelNode, Reads, TaskContext,
     node_future,
 };
 
@@ -112,13 +112,13 @@ impl Entrypoint {
             let ctx = ctx.clone();
             node_future(async move {
                 let state = input
-                    .downcast_ref::<StateValues>()
+                    .downcast_ref::<ChannelValues>()
                     .cloned()
                     .unwrap_or_default();
                 let arg = I::from_input(state.get(START).cloned().unwrap_or_else(Value::null))?;
                 let previous = state.get(PREVIOUS).cloned();
                 let (value, save) = f(arg, previous, ctx).await.map_err(Into::into)?.split();
-                Ok(NodeOutput::Value(Value::new(StateValues::new(vec![
+                Ok(NodeOutput::Value(Value::new(ChannelValues::new(vec![
                     (Arc::from(END), value),
                     (Arc::from(PREVIOUS), save),
                 ]))))
@@ -145,7 +145,7 @@ impl Entrypoint {
         let previous = builder.add_channel(PREVIOUS, LastValue::<Value>::new())?;
         let writer: stategraph_pregel::Writer = Arc::new(move |ctx, writes| {
             if let NodeOutput::Value(value) = ctx.output()
-                && let Some(values) = value.downcast_ref::<StateValues>()
+                && let Some(values) = value.downcast_ref::<ChannelValues>()
             {
                 for (key, channel) in [(END, end), (PREVIOUS, previous)] {
                     if let Some(value) = values.get(key) {

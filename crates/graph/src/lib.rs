@@ -29,9 +29,9 @@ pub use state::State;
 pub use stategraph_macros::State;
 
 pub use stategraph_pregel::{
-    CachePolicy, Command, Durability, InMemoryCache, Interrupt, Interrupted, MessageEvent,
-    NODE_TIMEOUT_ERROR, NodeError, NodeFailure, PregelTask, RefreshOn, RetryOn, RetryPolicy,
-    RunOptions, Send, StateSnapshot, StateUpdate, StateValues, StreamChunk, StreamMode,
+    CachePolicy, ChannelValues, Command, Durability, InMemoryCache, Interrupt, Interrupted,
+    MessageEvent, NODE_TIMEOUT_ERROR, NodeError, NodeFailure, PregelTask, RefreshOn, RetryOn,
+    RetryPolicy, RunOptions, Send, StateSnapshot, StateUpdate, StreamChunk, StreamMode,
     StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext, TimeoutPolicy,
 };
 
@@ -51,7 +51,7 @@ pub mod __private {
         reducers,
     };
     pub use stategraph_core::{Value, ValueError};
-    pub use stategraph_pregel::{NodeError, NodeOutput, StateValues};
+    pub use stategraph_pregel::{ChannelValues, NodeError, NodeOutput};
 
     pub use crate::state::{decode_key, default_value, state_values};
     pub use crate::{FromInput, IntoNodeOutput, Schema, State};

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use stategraph_core::Value;
 use stategraph_pregel::{
-    Command, NodeError, NodeFn, NodeOutput, Send, StateValues, TaskContext, node_future,
+    ChannelValues, Command, NodeError, NodeFn, NodeOutput, Send, TaskContext, node_future,
 };
 
 /// Builds a node's input from what the runtime hands it: the state (a map of
 /// the node's input keys) for a node triggered by edges, or the argument of a
 /// `Send`.
 ///
-/// Implemented for [`StateValues`] (zero-copy), for [`Value`], and for any
+/// Implemented for [`ChannelValues`] (zero-copy), for [`Value`], and for any
 /// deserializable type (decoded from the state's JSON form, or taken as is
 /// when a `Send` carried exactly that type).
 pub trait FromInput: Sized + std::marker::Send + 'static {
@@ -24,7 +24,7 @@ pub trait FromInput: Sized + std::marker::Send + 'static {
     fn from_input(input: Value) -> Result<Self, NodeError>;
 }
 
-/// Any deserializable input type: [`StateValues`] (zero-copy: the state map
+/// Any deserializable input type: [`ChannelValues`] (zero-copy: the state map
 /// itself), `serde_json::Value`, [`Value`], or your own types (decoded from
 /// the state's JSON form, or taken as is when a `Send` carried that type).
 impl<T: DeserializeOwned + Clone + std::marker::Send + Sync + 'static> FromInput for T {
@@ -58,7 +58,7 @@ impl IntoNodeOutput for serde_json::Value {
     fn into_node_output(self) -> NodeOutput {
         match self {
             serde_json::Value::Null => NodeOutput::None,
-            serde_json::Value::Object(map) => NodeOutput::Value(Value::new(StateValues::new(
+            serde_json::Value::Object(map) => NodeOutput::Value(Value::new(ChannelValues::new(
                 map.into_iter()
                     .map(|(k, v)| (Arc::from(k.as_str()), Value::from_json(v)))
                     .collect(),
@@ -68,7 +68,7 @@ impl IntoNodeOutput for serde_json::Value {
     }
 }
 
-impl IntoNodeOutput for StateValues {
+impl IntoNodeOutput for ChannelValues {
     fn into_node_output(self) -> NodeOutput {
         NodeOutput::Value(Value::new(self))
     }

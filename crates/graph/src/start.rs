@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use stategraph_channels::{Channel, ChannelError, EphemeralValue};
 use stategraph_core::Value;
-use stategraph_pregel::StateValues;
+use stategraph_pregel::ChannelValues;
 
 /// The state keys an input may write, with their channels' prototypes.
 pub(crate) type InputKeys = Arc<[(Arc<str>, Arc<dyn Channel>)]>;
@@ -53,10 +53,10 @@ impl StartChannel {
 }
 
 /// Calls `each` with every `(key, value)` entry of a map-like value: a
-/// [`StateValues`], a JSON object, or a live value that serializes to one
+/// [`ChannelValues`], a JSON object, or a live value that serializes to one
 /// (a typed state given as input). `false` when it is none of these.
 pub(crate) fn for_each_entry(value: &Value, mut each: impl FnMut(&str, &Value)) -> bool {
-    if let Some(values) = value.downcast_ref::<StateValues>() {
+    if let Some(values) = value.downcast_ref::<ChannelValues>() {
         for (key, value) in values.iter() {
             each(key, value);
         }

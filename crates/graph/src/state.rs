@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use stategraph_core::{Value, ValueError};
-use stategraph_pregel::StateValues;
+use stategraph_pregel::ChannelValues;
 
 use crate::{FromInput, IntoNodeOutput, Schema};
 
@@ -89,7 +89,7 @@ pub trait State: Sized + std::marker::Send + Sync + 'static {
     /// The partial update a node returns (`{Name}Update`).
     type Update: IntoNodeOutput
         + From<Self>
-        + Into<StateValues>
+        + Into<ChannelValues>
         + Default
         + Clone
         + fmt::Debug
@@ -108,7 +108,7 @@ pub trait State: Sized + std::marker::Send + Sync + 'static {
     ///
     /// # Errors
     /// A value that does not decode to its field's type, naming the key.
-    fn view(values: &StateValues) -> Result<Self::View, ValueError>;
+    fn view(values: &ChannelValues) -> Result<Self::View, ValueError>;
 }
 
 /// The state map a node or `Send` received: the live map itself when it is
@@ -117,8 +117,8 @@ pub trait State: Sized + std::marker::Send + Sync + 'static {
 /// # Errors
 /// The input is not an object.
 #[doc(hidden)]
-pub fn state_values(input: Value) -> Result<Arc<StateValues>, ValueError> {
-    input.decode::<StateValues>()
+pub fn state_values(input: Value) -> Result<Arc<ChannelValues>, ValueError> {
+    input.decode::<ChannelValues>()
 }
 
 /// Decodes the value of `key` (shared without copying when it is a live `T`);
@@ -174,7 +174,7 @@ fn at_key(key: &str, err: ValueError) -> ValueError {
 /// missing.
 pub(crate) fn from_output<S: State>(output: Value) -> Result<S, ValueError> {
     let values = if output.as_json().is_some_and(serde_json::Value::is_null) {
-        Arc::new(StateValues::default())
+        Arc::new(ChannelValues::default())
     } else {
         state_values(output)?
     };

@@ -265,7 +265,7 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
             }
         }
 
-        impl ::core::convert::From<#update> for #p::StateValues {
+        impl ::core::convert::From<#update> for #p::ChannelValues {
             #[allow(unused_mut, unused_variables)]
             fn from(update: #update) -> Self {
                 let mut values = ::std::vec::Vec::with_capacity(#count);
@@ -277,14 +277,14 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                         values.push((key, #wraps(value)));
                     }
                 )*
-                #p::StateValues::new(values)
+                #p::ChannelValues::new(values)
             }
         }
 
         impl #p::IntoNodeOutput for #update {
             fn into_node_output(self) -> #p::NodeOutput {
                 #p::NodeOutput::Value(#p::Value::new(
-                    <#p::StateValues as ::core::convert::From<Self>>::from(self),
+                    <#p::ChannelValues as ::core::convert::From<Self>>::from(self),
                 ))
             }
         }
@@ -354,7 +354,7 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                     #( .key(#keys, #channels) )*
             }
 
-            fn view(__values: &#p::StateValues) -> ::core::result::Result<#view, #p::ValueError> {
+            fn view(__values: &#p::ChannelValues) -> ::core::result::Result<#view, #p::ValueError> {
                 #read_loop
                 ::core::result::Result::Ok(#view {
                     #(

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use stategraph_core::Value;
-use stategraph_graph::{Command, NodeError, Send, StateValues, TaskContext};
+use stategraph_graph::{ChannelValues, Command, NodeError, Send, TaskContext};
 use stategraph_llm::{AiMessage, Message, ToolCall, ToolMessage, add_messages};
 
 use crate::history::invalid_call_message;
@@ -114,7 +114,7 @@ impl ToolReview {
     /// `model_node` (the agent, or its pre-model hook) when none runs.
     pub(crate) fn review(
         &self,
-        state: &StateValues,
+        state: &ChannelValues,
         conversation: &Arc<Vec<Message>>,
         ctx: &TaskContext,
         model_node: &str,
@@ -193,7 +193,7 @@ impl ToolReview {
             return Ok(command.goto(model_node));
         }
         // The state the calls run in: this one, with the reviewed messages.
-        let mut reviewed = StateValues::default();
+        let mut reviewed = ChannelValues::default();
         for (key, value) in state.pairs() {
             let value = if &**key == "messages" {
                 Value::new(messages.clone())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use stategraph_core::Value;
-use stategraph_graph::{Command, Interrupted, IntoNode, NodeError, StateValues, TaskContext};
+use stategraph_graph::{ChannelValues, Command, Interrupted, IntoNode, NodeError, TaskContext};
 use stategraph_llm::{
     InvalidToolCall, Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError,
     ToolMessage, error_message,
@@ -299,7 +299,7 @@ impl ToolNode {
         for answer in answers.iter_mut().filter(|m| m.id().is_none()) {
             answer.set_id(stategraph_core::random_uuid());
         }
-        let update = StateValues::single(&self.messages_key, Value::new(answers));
+        let update = ChannelValues::single(&self.messages_key, Value::new(answers));
         NodeOutput::Value(Value::new(update))
     }
 
@@ -403,7 +403,7 @@ enum Answer {
 /// The messages a node input holds: the state's `key`, or the input itself
 /// (a message list).
 pub(crate) fn messages_of(input: &Value, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
-    let messages = match input.downcast_ref::<StateValues>() {
+    let messages = match input.downcast_ref::<ChannelValues>() {
         Some(state) => state.get(key).cloned().ok_or_else(|| {
             NodeError::new(
                 "ValueError",

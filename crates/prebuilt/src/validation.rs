@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 use stategraph_core::Value;
-use stategraph_graph::{IntoNode, NodeError, StateValues, TaskContext};
+use stategraph_graph::{ChannelValues, IntoNode, NodeError, TaskContext};
 use stategraph_llm::schemars::JsonSchema;
 use stategraph_llm::{DynTool, Message, SharedTool, ToolCall, ToolMessage, tool_schema};
 use stategraph_pregel::{NodeFn, NodeOutput, node_future};
@@ -454,7 +454,7 @@ impl ValidationNode {
                 Ok(answer)
             })
             .collect::<Result<Vec<_>, NodeError>>()?;
-        let update = StateValues::single(&self.messages_key, Value::new(answers));
+        let update = ChannelValues::single(&self.messages_key, Value::new(answers));
         Ok(NodeOutput::Value(Value::new(update)))
     }
 }

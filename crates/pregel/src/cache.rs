@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use stategraph_core::Value;
 
-use crate::ChannelId;
+use crate::shape::ChannelId;
 
 /// How a node's results are cached.
 #[derive(Clone)]

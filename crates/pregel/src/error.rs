@@ -5,6 +5,7 @@ use std::fmt;
 
 use stategraph_channels::ChannelError;
 use stategraph_core::{ErrorKind, ValueError};
+use std::sync::Arc;
 
 /// Result of runtime operations.
 pub type Result<T, E = PregelError> = std::result::Result<T, E>;
@@ -255,4 +256,15 @@ mod tests {
         assert_eq!(repr("both ' and \""), "ValueError('both \\' and \"')");
         assert_eq!(repr("a\nb\\c"), "ValueError('a\\nb\\\\c')");
     }
+}
+
+/// A node's failure, as its error handler sees it (LangGraph's
+/// `langgraph.errors.NodeError`): the node and what it failed with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct NodeFailure {
+    /// The node that failed.
+    pub node: Arc<str>,
+    /// Its error, after its retries.
+    pub error: NodeError,
 }

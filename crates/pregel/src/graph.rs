@@ -5,117 +5,29 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::{Hash, Hasher};
 
-/// Name-keyed maps built once per compile, hashed with [`FxBuild`].
-type NameMap<K, V> = HashMap<K, V, FxBuild>;
-use stategraph_core::FxBuild;
+use stategraph_core::{FxBuild, Value};
 use std::fmt;
 use std::sync::Arc;
 
-use stategraph_channels::{Channel, Topic};
+use stategraph_channels::{Channel, EphemeralValue, Topic};
 use stategraph_checkpoint::SharedSaver;
 
-use crate::node::{PregelNode, ReadKeys, Reads, node_fn};
-use crate::types::{Send, names};
-use crate::{ChannelId, NodeFn, NodeId, NodeOutput, PregelError, Result, Writer};
+use crate::command::Send;
+use crate::error::{PregelError, Result};
+use crate::names;
+use crate::node::{NodeFn, NodeOutput, PregelNode, ReadKeys, Reads, Writer, node_fn};
+use crate::shape::{ChannelId, GraphShape, IoChannels, NameMap, NodeId};
+use std::any::Any;
 
-/// Names and ids of a graph's channels and nodes.
-#[derive(Clone, Debug, Default)]
-pub struct GraphShape {
-    channel_names: Vec<Arc<str>>,
-    channel_index: NameMap<Arc<str>, ChannelId>,
-    // Invariant: sorted by name, so node ids order like names.
-    node_names: Vec<Arc<str>>,
-    node_index: NameMap<Arc<str>, NodeId>,
-    // Position in which each node (by id) was added to the builder.
-    node_declared: Vec<usize>,
-}
-
-impl GraphShape {
-    /// The id of a channel.
-    pub fn channel_id(&self, name: &str) -> Option<ChannelId> {
-        self.channel_index.get(name).copied()
-    }
-
-    /// The name of a channel.
-    pub fn channel_name(&self, id: ChannelId) -> &str {
-        &self.channel_names[id]
-    }
-
-    /// The shared name of a channel.
-    pub fn channel_name_arc(&self, id: ChannelId) -> Arc<str> {
-        self.channel_names[id].clone()
-    }
-
-    /// The number of channels.
-    pub fn channel_count(&self) -> usize {
-        self.channel_names.len()
-    }
-
-    /// The id of a node.
-    pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.node_index.get(name).copied()
-    }
-
-    /// The name of a node.
-    pub fn node_name(&self, id: NodeId) -> &Arc<str> {
-        &self.node_names[id]
-    }
-
-    /// Node names, sorted.
-    pub fn node_names(&self) -> &[Arc<str>] {
-        &self.node_names
-    }
-
-    /// The position in which a node was added to its builder: LangGraph
-    /// lists the tasks planned from a stored checkpoint in this order.
-    pub fn node_declared(&self, id: NodeId) -> usize {
-        self.node_declared[id]
-    }
-}
-
-/// A node's `Reads::Map` list as a map key. Equal lists have equal channel
-/// ids, so only the ids are hashed; equality compares the key names too
-/// (an `Arc` compares its pointer first).
-#[derive(PartialEq, Eq)]
-struct ReadList<'a>(&'a [(Arc<str>, ChannelId)]);
-
-impl Hash for ReadList<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_usize(self.0.len());
-        for (_, channel) in self.0 {
-            state.write_usize(*channel);
-        }
-    }
-}
-
-/// Which channels the input is written to, or the output read from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IoChannels {
-    /// One channel: the value is written (or read) as is.
-    One(ChannelId),
-    /// Several channels: the value is a map keyed by channel name.
-    Many(Vec<ChannelId>),
-}
-
-impl IoChannels {
-    /// The channels, in order.
-    pub(crate) fn ids(&self) -> &[ChannelId] {
-        match self {
-            Self::One(channel) => std::slice::from_ref(channel),
-            Self::Many(channels) => channels,
-        }
-    }
-}
-
-impl PregelInner {
+impl CompiledGraph {
     /// Whether the node cache keeps `node`'s writes, keyed by its input.
     pub(crate) fn caches_writes_of(&self, node: NodeId) -> bool {
         self.cache.is_some() && self.nodes[node].settings().cache.is_some()
     }
 }
 
-pub(crate) struct PregelInner {
-    pub(crate) shape: GraphShape,
+pub(crate) struct CompiledGraph {
+    pub(crate) shape: Arc<GraphShape>,
     // Channel prototypes: runs copy them, never change them.
     pub(crate) channels: Vec<Arc<dyn Channel>>,
     pub(crate) nodes: Vec<PregelNode>,
@@ -145,7 +57,7 @@ pub(crate) struct PregelInner {
     pub(crate) finishes_initially: Vec<bool>,
     // Per channel: whether the empty update a step gives the channels it
     // did not write can change it (`Channel::ignores_empty_updates`).
-    pub(crate) hears_new_steps: Vec<bool>,
+    pub(crate) takes_empty_updates: Vec<bool>,
     // Per channel that is an ephemeral value: the channel holding an inline
     // `null`, the state every edge's write gives a trigger channel (see
     // `RunChannels`).
@@ -153,9 +65,6 @@ pub(crate) struct PregelInner {
     // Per node: its `{node: None}` updates chunk, shared by every run; made
     // on first use.
     none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
-    // Per node: its trigger channels' names, sorted (task ids hash them);
-    // made on first use, so graphs that never checkpoint do not pay.
-    sorted_triggers: std::sync::OnceLock<Vec<Vec<Arc<str>>>>,
     pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) store: Option<stategraph_store::SharedStore>,
@@ -169,7 +78,7 @@ pub(crate) struct PregelInner {
     pub(crate) subgraph_checkpoints: crate::SubgraphCheckpoints,
 }
 
-impl PregelInner {
+impl CompiledGraph {
     /// The nodes `channel` triggers, by id.
     pub(crate) fn triggered_by(&self, channel: ChannelId) -> &[NodeId] {
         &self.triggered[self.trigger_start[channel]..self.trigger_start[channel + 1]]
@@ -182,30 +91,11 @@ impl PregelInner {
                 .node_names
                 .iter()
                 .map(|name| {
-                    stategraph_core::Value::new(crate::run::NodeUpdate {
+                    stategraph_core::Value::new(crate::chunk::NodeUpdate {
                         node: name.clone(),
-                        update: crate::run::UpdatePayload::None,
+                        update: crate::chunk::UpdatePayload::None,
                         cached: false,
                     })
-                })
-                .collect()
-        });
-        &all[node]
-    }
-
-    /// The names of `node`'s trigger channels, sorted.
-    pub(crate) fn sorted_triggers(&self, node: NodeId) -> &[Arc<str>] {
-        let all = self.sorted_triggers.get_or_init(|| {
-            self.nodes
-                .iter()
-                .map(|node| {
-                    let mut names: Vec<Arc<str>> = node
-                        .triggers
-                        .iter()
-                        .map(|c| self.shape.channel_name_arc(*c))
-                        .collect();
-                    names.sort();
-                    names
                 })
                 .collect()
         });
@@ -218,7 +108,7 @@ impl PregelInner {
 /// Cloning is cheap (the definition is shared).
 #[derive(Clone)]
 pub struct Pregel {
-    pub(crate) inner: Arc<PregelInner>,
+    pub(crate) inner: Arc<CompiledGraph>,
 }
 
 impl fmt::Debug for Pregel {
@@ -631,12 +521,12 @@ impl PregelBuilder {
             .filter(|c| available_initially[*c])
             .collect();
         let finishes_initially = self.channels.iter().map(|c| c.would_finish()).collect();
-        let hears_new_steps = self
+        let takes_empty_updates = self
             .channels
             .iter()
             .map(|c| !c.ignores_empty_updates())
             .collect();
-        let holding_null = crate::run_channels::holding_null(&self.channels);
+        let holding_null = crate::graph::holding_null(&self.channels);
         let mut trigger_start = vec![0; channel_count + 1];
         let mut is_trigger = vec![false; channel_count];
         for (name, node) in &nodes {
@@ -672,9 +562,22 @@ impl PregelBuilder {
         for channel in read_sets.iter().flatten() {
             in_read_set[*channel] = true;
         }
+        let mut shape = self.shape;
+        shape.sorted_triggers = nodes
+            .iter()
+            .map(|(_, node)| {
+                let mut names: Vec<Arc<str>> = node
+                    .triggers
+                    .iter()
+                    .map(|c| shape.channel_name_arc(*c))
+                    .collect();
+                names.sort();
+                names.into()
+            })
+            .collect();
         Ok(Pregel {
-            inner: Arc::new(PregelInner {
-                shape: self.shape,
+            inner: Arc::new(CompiledGraph {
+                shape: Arc::new(shape),
                 channels: self.channels,
                 nodes: nodes.into_iter().map(|(_, node)| node).collect(),
                 trigger_start,
@@ -692,10 +595,9 @@ impl PregelBuilder {
                 initially_live,
                 available_initially,
                 finishes_initially,
-                hears_new_steps,
+                takes_empty_updates,
                 holding_null,
                 none_updates: std::sync::OnceLock::new(),
-                sorted_triggers: std::sync::OnceLock::new(),
                 cache: self.cache.take(),
                 checkpointer: self.checkpointer.take(),
                 store: self.store.take(),
@@ -815,5 +717,46 @@ impl NodeBuilder {
             }));
         }
         Ok(PregelNode::new(triggers, reads, self.func, writers))
+    }
+}
+
+/// Per channel spec that is an ephemeral value in its initial state: the
+/// spec holding an inline `null`. Channels sharing one spec (the trigger
+/// channels of a compiled graph) share one prototype.
+pub(crate) fn holding_null(specs: &[Arc<dyn Channel>]) -> Vec<Option<Arc<dyn Channel>>> {
+    let mut protos: Vec<Option<Arc<dyn Channel>>> = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let proto = match i.checked_sub(1) {
+            Some(previous) if Arc::ptr_eq(&specs[previous], spec) => protos[previous].clone(),
+            _ => null_prototype(spec.as_ref()),
+        };
+        protos.push(proto);
+    }
+    protos
+}
+
+/// `spec` holding an inline `null`, for an untyped ephemeral value in its
+/// initial state.
+fn null_prototype(spec: &dyn Channel) -> Option<Arc<dyn Channel>> {
+    if !((spec as &dyn Any).is::<EphemeralValue<Value>>() && spec.is_initial()) {
+        return None;
+    }
+    let mut proto = spec.boxed_clone();
+    proto.update_one(Value::null()).ok()?;
+    Some(Arc::from(proto))
+}
+
+/// A node's `Reads::Map` list as a map key. Equal lists have equal channel
+/// ids, so only the ids are hashed; equality compares the key names too
+/// (an `Arc` compares its pointer first).
+#[derive(PartialEq, Eq)]
+struct ReadList<'a>(&'a [(Arc<str>, ChannelId)]);
+
+impl Hash for ReadList<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.len());
+        for (_, channel) in self.0 {
+            state.write_usize(*channel);
+        }
     }
 }

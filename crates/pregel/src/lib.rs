@@ -2,36 +2,41 @@
 #![doc = include_str!("../README.md")]
 
 mod cache;
+mod channel_values;
+mod chunk;
+mod command;
+mod context;
 mod error;
 mod graph;
+mod interrupt;
+pub mod names;
 mod node;
 mod queue;
 mod retry;
 mod run;
-mod run_channels;
+mod run_info;
+mod scratchpad;
+mod shape;
+mod task_id;
 mod timeout;
-mod types;
 
 pub use cache::{CachePolicy, CachedWrites, InMemoryCache, NodeCache};
-pub use error::{NodeError, PregelError, Result};
-pub use graph::{GraphShape, IoChannels, IoSpec, NodeBuilder, Pregel, PregelBuilder};
+pub use channel_values::ChannelValues;
+pub use chunk::{
+    MessageEvent, Namespace, NodeUpdate, StreamChunk, StreamMode, StreamModes, StreamedMessage,
+    UpdatePayload,
+};
+pub use command::{Command, CommandGraph, Goto, Input, Send};
+pub use context::TaskContext;
+pub use error::{NodeError, NodeFailure, PregelError, Result};
+pub use graph::{IoSpec, NodeBuilder, Pregel, PregelBuilder};
+pub use interrupt::{Interrupt, Interrupted};
 pub use node::{
-    FreshReader, Interrupted, NODE_FUTURE_INLINE, NodeFailure, NodeFn, NodeFuture, NodeOutput,
-    PregelNode, ReadKeys, Reads, RunOptions, StateValues, SubgraphCheckpoints, TaskContext,
+    FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads,
     WriteContext, Writer, node_fn, node_future,
 };
 pub use retry::{RetryOn, RetryPolicy};
-pub use run::{
-    DEFAULT_RECURSION_LIMIT, Durability, Input, MessageEvent, NodeUpdate, PregelTask, RunStream,
-    StateSnapshot, StateUpdate, StreamedMessage, UpdatePayload,
-};
+pub use run::{DEFAULT_RECURSION_LIMIT, PregelTask, RunStream, StateSnapshot, StateUpdate};
+pub use run_info::{Durability, RunOptions, SubgraphCheckpoints};
+pub use shape::{ChannelId, GraphShape, IoChannels, NodeId};
 pub use timeout::{NODE_TIMEOUT_ERROR, RefreshOn, TimeoutPolicy};
-pub use types::{
-    Command, CommandGraph, Goto, Interrupt, Namespace, Send, StreamChunk, StreamMode, StreamModes,
-    names,
-};
-
-/// Index of a channel in a compiled graph.
-pub type ChannelId = usize;
-/// Index of a node in a compiled graph (nodes sorted by name).
-pub type NodeId = usize;

@@ -20,7 +20,10 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::types::StreamChunk;
+use crate::chunk::StreamChunk;
+use std::pin::Pin;
+use std::task::Context;
+use std::task::Poll;
 
 /// The chunks a run's stream has not handed out yet, in the order they
 /// were sent (by the loop, its tasks, subgraph runs, stream writers).
@@ -200,6 +203,26 @@ fn swap_local(chunks: &mut VecDeque<StreamChunk>) -> bool {
         .unwrap_or(false)
 }
 
+/// Returns `Pending` once, without waking anyone: only for the run's own
+/// loop, after it marked the yield on its queue (`ChunkQueue::mark_yield`).
+/// The run's stream, its only poller, then hands out the waiting chunks
+/// and polls the loop again when asked for the next one; if its own queue
+/// has none (they went to a parent's queue), it wakes its task itself.
+/// Waking through the runtime's waker at every step would cost more.
+pub(crate) struct YieldToStream(pub(crate) bool);
+
+impl Future for YieldToStream {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            Poll::Pending
+        }
+    }
+}
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -207,7 +230,7 @@ mod tests {
     use stategraph_core::Value;
 
     use super::*;
-    use crate::types::{Namespace, StreamMode};
+    use crate::{Namespace, StreamMode};
 
     fn chunk(n: i64) -> StreamChunk {
         StreamChunk {

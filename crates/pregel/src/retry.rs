@@ -4,10 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stategraph_core::Value;
-
 use crate::error::NodeError;
-use crate::node::{NodeOutput, TaskContext};
 
 /// Error classes LangGraph's default policy does not retry: programming
 /// errors that a retry cannot fix.
@@ -178,20 +175,9 @@ where
     }
 }
 
-/// Runs a node that has no retry policy: one attempt, a panic (while the
-/// future is made or polled) becomes a `Panic` error. The common case's
-/// future stays small: no retry loop, no backoff timer.
-pub(crate) async fn once(
-    func: &crate::NodeFn,
-    input: Value,
-    ctx: &TaskContext,
-) -> Result<NodeOutput, NodeError> {
-    guarded(|| func(input, ctx)).await
-}
-
 /// Makes an attempt's future and runs it; a panic in either becomes a
 /// `Panic` error.
-async fn guarded<T, Fut>(make: impl FnOnce() -> Fut) -> Result<T, NodeError>
+pub(crate) async fn guarded<T, Fut>(make: impl FnOnce() -> Fut) -> Result<T, NodeError>
 where
     Fut: std::future::Future<Output = Result<T, NodeError>>,
 {

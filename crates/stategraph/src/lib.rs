@@ -66,7 +66,7 @@ pub mod prelude {
     pub use stategraph_llm::{CallOptions, ChatModel, Message};
     pub use stategraph_prebuilt::{ToolNode, create_react_agent, tools_condition};
     pub use stategraph_pregel::{
-        Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StateValues, StreamMode,
+        ChannelValues, Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StreamMode,
         SubgraphCheckpoints, TaskContext,
     };
     pub use stategraph_store::{InMemoryStore, SearchOp, SharedStore, Store};

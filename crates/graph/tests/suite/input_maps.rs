@@ -13,7 +13,7 @@ use serde_json::{Value as Json, json};
 use stategraph_channels::{Channel, ChannelError, EphemeralValue};
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{END, NodeError, START, Schema, StateGraph};
-use stategraph_pregel::StateValues;
+use stategraph_pregel::ChannelValues;
 
 const STEPS: i64 = 7;
 
@@ -99,10 +99,10 @@ async fn each_step_reads_the_state_as_of_that_step() {
 
 #[tokio::test]
 async fn a_map_a_node_keeps_does_not_change_under_it() {
-    let kept: Arc<Mutex<Vec<StateValues>>> = Arc::default();
+    let kept: Arc<Mutex<Vec<ChannelValues>>> = Arc::default();
     let mut g = StateGraph::new(schema());
     let keep = kept.clone();
-    g.add_node("tick", move |s: StateValues| {
+    g.add_node("tick", move |s: ChannelValues| {
         let n = s.json("n").and_then(|n| n.as_i64()).unwrap();
         // Every other map is kept, so the runtime sees both a map it may
         // update in place and one it must leave alone.
@@ -117,7 +117,7 @@ async fn a_map_a_node_keeps_does_not_change_under_it() {
         .lock()
         .unwrap()
         .iter()
-        .map(StateValues::to_json)
+        .map(ChannelValues::to_json)
         .collect();
     let want: Vec<Json> = (0..STEPS).filter(|n| n % 2 == 0).map(expected).collect();
     assert_eq!(kept, want);
@@ -129,7 +129,7 @@ async fn nodes_of_one_step_read_the_same_state_and_later_steps_the_new_one() {
     let mut g = StateGraph::new(schema());
     for name in ["left", "right"] {
         let record = seen.clone();
-        g.add_node(name, move |s: StateValues| {
+        g.add_node(name, move |s: ChannelValues| {
             let n = s.json("n").and_then(|n| n.as_i64()).unwrap();
             record.lock().unwrap().push((name.to_owned(), s.to_json()));
             // Only one writer of the last-value key per step.

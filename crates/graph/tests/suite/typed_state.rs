@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
-    END, FromInput, IntoNodeOutput, NodeError, START, Send, State, StateGraph, StateValues,
+    ChannelValues, END, FromInput, IntoNodeOutput, NodeError, START, Send, State, StateGraph,
 };
 
 /// Keeps the longer string: a user reducer named by path.
@@ -135,7 +135,7 @@ async fn an_update_writes_exactly_its_set_fields() {
     let update = OverallUpdate::default()
         .note("hello".to_owned())
         .jokes(strings(&["j"]));
-    let values: StateValues = update.clone().into();
+    let values: ChannelValues = update.clone().into();
     let keys: Vec<&str> = values.iter().map(|(k, _)| k).collect();
     assert_eq!(keys, ["jokes", "note"], "field order, only the set fields");
     assert_eq!(values.json("note"), Some(json!("hello")));
@@ -159,7 +159,7 @@ async fn an_update_writes_exactly_its_set_fields() {
     assert_eq!(out.jokes, ["first", "j"]);
     assert_eq!(out.note.as_deref(), Some("hello"));
     // An empty update writes nothing.
-    let empty: StateValues = OverallUpdate::default().into();
+    let empty: ChannelValues = OverallUpdate::default().into();
     assert!(empty.is_empty());
 }
 
@@ -322,7 +322,7 @@ async fn missing_keys_read_as_defaults() {
     assert_eq!(state.note, None);
 
     // The view of an empty map: every key at its default.
-    let empty = Overall::view(&StateValues::default()).unwrap();
+    let empty = Overall::view(&ChannelValues::default()).unwrap();
     assert_eq!(*empty.reviews, 0);
 }
 
@@ -331,14 +331,14 @@ fn a_view_reads_keys_in_any_order() {
     // Fields in order, then shuffled, partial, with a key the state does not
     // declare: each key lands in its own field.
     let value = |json: serde_json::Value| Value::from_json(json);
-    let in_order = StateValues::new(vec![
+    let in_order = ChannelValues::new(vec![
         (Arc::from("subjects"), value(json!(["a"]))),
         (Arc::from("jokes"), value(json!(["j"]))),
         (Arc::from("best"), value(json!("b"))),
         (Arc::from("reviews"), value(json!(2))),
         (Arc::from("note"), value(json!("n"))),
     ]);
-    let shuffled = StateValues::new(vec![
+    let shuffled = ChannelValues::new(vec![
         (Arc::from("note"), value(json!("n"))),
         (Arc::from("other"), value(json!(7))),
         (Arc::from("reviews"), value(json!(2))),
@@ -352,7 +352,7 @@ fn a_view_reads_keys_in_any_order() {
         assert_eq!(*view.reviews, 2);
         assert_eq!(view.note.as_deref(), Some("n"));
     }
-    let view = Overall::view(&StateValues::new(vec![(
+    let view = Overall::view(&ChannelValues::new(vec![(
         Arc::from("reviews"),
         value(json!(3)),
     )]))
@@ -450,7 +450,7 @@ async fn a_value_of_the_wrong_shape_names_its_key() {
 
     // Not a map at all.
     let err = OverallView::from_input(Value::new(3_u8)).unwrap_err();
-    assert!(err.message().contains("StateValues"), "{err}");
+    assert!(err.message().contains("ChannelValues"), "{err}");
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use stategraph_core::Value;
-use stategraph_graph::{NodeError, StateValues, TaskContext};
+use stategraph_graph::{ChannelValues, NodeError, TaskContext};
 use stategraph_llm::{
     AiMessage, CallOptions, ChatModel, Message, OutputSchema, SharedChatModel, ToolSchema,
 };
@@ -29,9 +29,9 @@ pub(super) struct ModelCall {
 impl ModelCall {
     pub(super) fn run(
         self,
-        state: StateValues,
+        state: ChannelValues,
         ctx: TaskContext,
-    ) -> impl Future<Output = Result<StateValues, NodeError>> + std::marker::Send {
+    ) -> impl Future<Output = Result<ChannelValues, NodeError>> + std::marker::Send {
         let chosen = self.select.as_ref().map(|select| (select.0)(&state, &ctx));
         async move {
             let model: SharedChatModel = match chosen {
@@ -59,13 +59,13 @@ impl ModelCall {
             let answer = model.invoke(messages, &CallOptions::default()).await?;
             let answer = out_of_steps(answer, ctx.remaining_steps());
             let answer: Vec<Message> = vec![answer.into()];
-            Ok(StateValues::single("messages", Value::new(answer)))
+            Ok(ChannelValues::single("messages", Value::new(answer)))
         }
     }
 }
 
 /// Chooses a model per call ([`ReactAgent::dynamic_model`]).
-pub(super) type SelectModel = dyn Fn(&StateValues, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
+pub(super) type SelectModel = dyn Fn(&ChannelValues, &TaskContext) -> BoxFuture<'static, Result<SharedChatModel, NodeError>>
     + std::marker::Send
     + Sync;
 
@@ -133,7 +133,10 @@ pub(super) async fn structured_answer(
 
 /// The messages at `key` of an agent state (shared, not copied, when the
 /// channel holds them live); none when the key is unset.
-pub(super) fn messages_at(state: &StateValues, key: &str) -> Result<Arc<Vec<Message>>, NodeError> {
+pub(super) fn messages_at(
+    state: &ChannelValues,
+    key: &str,
+) -> Result<Arc<Vec<Message>>, NodeError> {
     match state.get(key) {
         Some(value) => Ok(value.clone().decode::<Vec<Message>>()?),
         None => Ok(Arc::new(Vec::new())),

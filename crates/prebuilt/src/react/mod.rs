@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use stategraph_core::Value;
 use stategraph_graph::{
-    CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError, NodeSpec, PathMap,
-    Route, START, Schema, State, StateGraph, StateValues, TaskContext,
+    ChannelValues, CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError,
+    NodeSpec, PathMap, Route, START, Schema, State, StateGraph, TaskContext,
 };
 use stategraph_llm::{
     ChatModel, Message, OutputSchema, SharedChatModel, SharedTool, SystemMessage,
@@ -171,7 +171,7 @@ impl ReactAgent {
     /// [`create_react_agent`] is then not used.
     pub fn dynamic_model<F, Fut>(mut self, select: F) -> Self
     where
-        F: Fn(&StateValues, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
+        F: Fn(&ChannelValues, &TaskContext) -> Fut + std::marker::Send + Sync + 'static,
         Fut: Future<Output = Result<SharedChatModel, NodeError>> + std::marker::Send + 'static,
     {
         self.select_model = Some(ModelSelector(Arc::new(move |state, ctx| {
@@ -335,7 +335,7 @@ impl ReactAgent {
             repair: self.history_repair,
             hook_input,
         };
-        graph.add_node("agent", move |state: StateValues, ctx: TaskContext| {
+        graph.add_node("agent", move |state: ChannelValues, ctx: TaskContext| {
             call.clone().run(state, ctx)
         })?;
         graph.add_node("tools", tool_node)?;
@@ -350,7 +350,7 @@ impl ReactAgent {
                 let (base, select) = (self.model.clone(), self.select_model);
                 graph.add_node(
                     STRUCTURED_RESPONSE_NODE,
-                    move |state: StateValues, ctx: TaskContext| {
+                    move |state: ChannelValues, ctx: TaskContext| {
                         let chosen = select.as_ref().map(|select| (select.0)(&state, &ctx));
                         let (base, schema) = (base.clone(), schema.clone());
                         let mut messages: Vec<Message> =
@@ -363,7 +363,7 @@ impl ReactAgent {
                                 None => base,
                             };
                             let answer = structured_answer(model, schema, messages).await?;
-                            Ok::<_, NodeError>(StateValues::single(
+                            Ok::<_, NodeError>(ChannelValues::single(
                                 "structured_response",
                                 Value::new(answer),
                             ))
@@ -395,7 +395,7 @@ impl ReactAgent {
         }
         if let Some(review) = self.review {
             paths.push(REVIEW_NODE);
-            let node = NodeSpec::new(move |state: StateValues, ctx: TaskContext| {
+            let node = NodeSpec::new(move |state: ChannelValues, ctx: TaskContext| {
                 let messages = messages_at(&state, "messages");
                 std::future::ready(messages.and_then(|m| review.review(&state, &m, &ctx, entry)))
             })
@@ -404,7 +404,7 @@ impl ReactAgent {
         }
         graph.add_conditional_edges(
             routed_from,
-            move |state: &StateValues| match messages_at(state, "messages") {
+            move |state: &ChannelValues| match messages_at(state, "messages") {
                 Ok(messages) => router.route(state, &messages),
                 Err(_) => vec![Route::To(router.end.to_owned())],
             },
@@ -415,7 +415,7 @@ impl ReactAgent {
         } else {
             graph.add_conditional_edges(
                 "tools",
-                move |state: &StateValues| match messages_at(state, "messages") {
+                move |state: &ChannelValues| match messages_at(state, "messages") {
                     Ok(messages) => after_tools(&messages, &return_direct, entry),
                     Err(_) => entry,
                 },

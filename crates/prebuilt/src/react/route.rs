@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use stategraph_core::Value;
-use stategraph_graph::{END, Route, Send, StateValues};
+use stategraph_graph::{ChannelValues, END, Route, Send};
 use stategraph_llm::{InvalidToolCall, Message, ToolCall};
 
 use super::AgentVersion;
@@ -25,7 +25,7 @@ pub(super) struct Router {
 }
 
 impl Router {
-    pub(super) fn route(&self, state: &StateValues, messages: &Arc<Vec<Message>>) -> Vec<Route> {
+    pub(super) fn route(&self, state: &ChannelValues, messages: &Arc<Vec<Message>>) -> Vec<Route> {
         let Some(at) = messages.iter().rposition(|m| matches!(m, Message::Ai(_))) else {
             return vec![Route::To(self.end.to_owned())];
         };
@@ -98,7 +98,7 @@ pub(super) fn after_tools(
 /// was made in (shared, not copied); then one per invalid call, carrying
 /// only the call (its answer needs nothing else).
 fn send_calls(
-    state: &StateValues,
+    state: &ChannelValues,
     calls: &[&ToolCall],
     invalid: &[&InvalidToolCall],
 ) -> Vec<Route> {

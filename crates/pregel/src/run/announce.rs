@@ -1,43 +1,16 @@
 //! Announcing a saved checkpoint: the `checkpoints` chunk and the `debug`
 //! checkpoint event, sent once the tasks that follow it are known.
 
-use stategraph_checkpoint::{CheckpointConfig, CheckpointMetadata};
+use stategraph_checkpoint::CheckpointConfig;
 use stategraph_core::{CheckpointId, Value};
 
-use super::persist::Persist;
-use super::{Loop, Task, TaskPath};
-use crate::graph::PregelInner;
-use crate::types::StreamMode;
-
-/// A saved checkpoint to show in `checkpoints` and `debug` chunks once the
-/// tasks that follow it are known.
-pub(super) struct Announced {
-    config: CheckpointConfig,
-    parent: Option<CheckpointConfig>,
-    metadata: CheckpointMetadata,
-}
-
-impl Announced {
-    pub(super) fn new(
-        persist: &Persist,
-        id: CheckpointId,
-        parent: Option<CheckpointId>,
-        metadata: &CheckpointMetadata,
-    ) -> Self {
-        let at = |id: CheckpointId| CheckpointConfig {
-            checkpoint_id: Some(id),
-            ..persist.target().clone()
-        };
-        Self {
-            config: at(id),
-            parent: parent.map(at),
-            metadata: metadata.clone(),
-        }
-    }
-}
+use super::pregel_loop::PregelLoop;
+use super::task::{Task, TaskPath};
+use crate::chunk::StreamMode;
+use crate::graph::CompiledGraph;
 
 /// A checkpoint config as LangGraph shows it: `{"configurable": {..}}`.
-struct ConfigShown<'a>(&'a CheckpointConfig);
+pub(super) struct ConfigShown<'a>(&'a CheckpointConfig);
 
 impl serde::Serialize for ConfigShown<'_> {
     fn serialize<S: serde::Serializer>(
@@ -67,16 +40,16 @@ impl serde::Serialize for ConfigShown<'_> {
 
 /// The payload of a `checkpoints` chunk (and of a `debug` checkpoint event).
 #[derive(serde::Serialize)]
-struct CheckpointEvent {
-    config: serde_json::Value,
-    parent_config: Option<serde_json::Value>,
-    values: Value,
-    metadata: serde_json::Value,
-    next: Vec<String>,
-    tasks: Vec<serde_json::Value>,
+pub(super) struct CheckpointEvent {
+    pub(super) config: serde_json::Value,
+    pub(super) parent_config: Option<serde_json::Value>,
+    pub(super) values: Value,
+    pub(super) metadata: serde_json::Value,
+    pub(super) next: Vec<String>,
+    pub(super) tasks: Vec<serde_json::Value>,
 }
 
-impl Loop {
+impl PregelLoop {
     /// Shows the checkpoint saved last in `checkpoints` and `debug`
     /// chunks, with the tasks that follow it (LangGraph emits it once the
     /// next step is planned).
@@ -135,7 +108,7 @@ impl Loop {
 /// The order LangGraph lists the tasks planned from a stored checkpoint
 /// in: `Send` tasks first, then the triggered nodes in the order they were
 /// added to the graph.
-pub(super) fn planned_order(graph: &PregelInner, task: &Task) -> (u8, usize) {
+pub(super) fn planned_order(graph: &CompiledGraph, task: &Task) -> (u8, usize) {
     match task.path {
         TaskPath::Push(index) | TaskPath::Update(index) => (0, index),
         TaskPath::Pull(node) => (1, graph.shape.node_declared(node)),

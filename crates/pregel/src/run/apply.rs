@@ -4,14 +4,16 @@
 use stategraph_checkpoint::ChannelVersion;
 use stategraph_core::Value;
 
-use super::{FreshCopy, Loop, Task, wrote_after_fresh_read};
-use crate::ChannelId;
+use super::fresh::wrote_after_fresh_read;
+use super::pregel_loop::PregelLoop;
+use super::task::{FreshCopy, Task};
 use crate::error::Result;
+use crate::shape::ChannelId;
 
-impl Loop {
+impl PregelLoop {
     /// Tells a channel no write came this step (ephemeral values and
     /// `Send` topics clear themselves); whether it changed.
-    fn hear_new_step(&mut self, channel: ChannelId) -> Result<bool> {
+    pub(super) fn update_empty(&mut self, channel: ChannelId) -> Result<bool> {
         Ok(self
             .channels
             .update_empty(channel)
@@ -54,7 +56,7 @@ impl Loop {
             && !writes.iter().any(|(c, _)| *c == sends)
             && self.channels.is_available(sends)
         {
-            self.hear_idle(sends, &mut step)?;
+            self.update_unwritten(sends, &mut step)?;
         }
         let mut fresh = std::mem::take(&mut self.fresh_buf);
         let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
@@ -76,10 +78,10 @@ impl Loop {
             for i in 0..self.live.len() {
                 let channel = self.live[i];
                 if self.mark[channel] != step.epoch
-                    && self.graph.hears_new_steps[channel]
+                    && self.graph.takes_empty_updates[channel]
                     && self.channels.is_available(channel)
                 {
-                    self.hear_idle(channel, &mut step)?;
+                    self.update_unwritten(channel, &mut step)?;
                 }
             }
         }
@@ -111,7 +113,7 @@ impl Loop {
 
     /// Records the trigger versions each task's node ran on, then consumes
     /// those triggers (LangGraph's `versions_seen` update and `consume`).
-    fn consume_triggers(&mut self, tasks: &[Task], step: &mut StepChanges) {
+    pub(super) fn consume_triggers(&mut self, tasks: &[Task], step: &mut StepChanges) {
         let graph = &*self.graph;
         for task in tasks {
             if let Some(node) = task.consumer() {
@@ -138,7 +140,7 @@ impl Loop {
     /// Takes the tasks' writes, grouped by channel in task order, and puts
     /// the fresh copies their routers made (and kept valid) in `fresh_buf`.
     /// A single task's writes to distinct channels are used as they are.
-    fn gather_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<(ChannelId, Value)>> {
+    pub(super) fn gather_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<(ChannelId, Value)>> {
         let mut writes = self.write_buf.take();
         for task in tasks.iter_mut() {
             if task.fresh.capacity() > 0 {
@@ -178,7 +180,7 @@ impl Loop {
     /// Applies writes grouped by channel: each channel's writes as one
     /// update, or, when a router of their only writer read the channel
     /// fresh, that copy in its place.
-    fn apply_grouped(
+    pub(super) fn apply_grouped(
         &mut self,
         writes: &mut Vec<(ChannelId, Value)>,
         fresh: &mut Vec<FreshCopy>,
@@ -230,8 +232,12 @@ impl Loop {
     /// Tells a channel that nothing was written to it this step, records
     /// the change if it cleared, and drops the run's copy once it is back
     /// in its initial state.
-    fn hear_idle(&mut self, channel: ChannelId, step: &mut StepChanges) -> Result<()> {
-        if self.hear_new_step(channel)? {
+    pub(super) fn update_unwritten(
+        &mut self,
+        channel: ChannelId,
+        step: &mut StepChanges,
+    ) -> Result<()> {
+        if self.update_empty(channel)? {
             self.record_change(channel, step);
             self.channels.release_if_initial(channel);
         }
@@ -241,7 +247,7 @@ impl Loop {
     /// A channel changed in this step: it gets the step's version and, when
     /// available, goes in the step's updated channels (once). (A consumed
     /// trigger only gets the version: `StepChanges::bump`.)
-    fn record_change(&mut self, channel: ChannelId, step: &mut StepChanges) {
+    pub(super) fn record_change(&mut self, channel: ChannelId, step: &mut StepChanges) {
         step.bump(&mut self.versions, &mut self.modified, channel);
         if self.mark[channel] != step.epoch && self.channels.is_available(channel) {
             self.mark[channel] = step.epoch;
@@ -251,26 +257,26 @@ impl Loop {
 }
 
 /// A step's writes to one channel: usually one, so no list is made.
-enum ChannelWrites {
+pub(super) enum ChannelWrites {
     One(Value),
     Many(Vec<Value>),
 }
 
 /// What one application of writes changed so far.
-struct StepChanges {
+pub(super) struct StepChanges {
     // The version channels changed in this step get.
-    next: ChannelVersion,
-    // The step's epoch (`Loop::mark`, `Loop::modified`).
-    epoch: u64,
+    pub(super) next: ChannelVersion,
+    // The step's epoch (`PregelLoop::mark`, `PregelLoop::modified`).
+    pub(super) epoch: u64,
     // Whether any channel got `next`.
-    bumped: bool,
+    pub(super) bumped: bool,
     // The channels changed and available, each once.
-    updated: Vec<ChannelId>,
+    pub(super) updated: Vec<ChannelId>,
 }
 
 impl StepChanges {
     /// Gives `channel` the step's version (in a run's per-channel tables).
-    fn bump(
+    pub(super) fn bump(
         &mut self,
         versions: &mut [Option<ChannelVersion>],
         modified: &mut [u64],

@@ -6,14 +6,17 @@ use std::sync::Arc;
 use serde::Serialize;
 use stategraph_core::Value;
 
-use super::{Loop, Task, TaskPath, TaskResult, TaskStart, discard};
-use crate::ChannelId;
+use super::pregel_loop::PregelLoop;
+use super::task::{Task, TaskPath, TaskResult, TaskStart, discard};
+use crate::channel_values::ChannelValues;
+use crate::chunk::{NodeUpdate, StreamMode, UpdatePayload};
 use crate::error::Result;
-use crate::graph::IoChannels;
-use crate::node::{NodeOutput, Sink, StateValues, WriteContext};
-use crate::types::{StreamMode, names};
+use crate::names;
+use crate::node::{NodeOutput, WriteContext};
+use crate::run_info::Sink;
+use crate::shape::{ChannelId, IoChannels};
 
-impl Loop {
+impl PregelLoop {
     pub(super) fn wants_task_events(&self) -> bool {
         self.run.wants(StreamMode::Tasks) || self.run.wants(StreamMode::Debug)
     }
@@ -22,7 +25,7 @@ impl Loop {
         if let Some(pad) = &task.pad {
             return pad.task_id().to_string();
         }
-        crate::node::TaskIdSeed {
+        crate::task_id::TaskIdSeed {
             run: self.run.seed,
             step: self.step,
             push: match task.path {
@@ -62,7 +65,7 @@ impl Loop {
         match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
             TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            TaskPath::Pull(_) => self.graph.sorted_triggers(task.node).to_vec(),
+            TaskPath::Pull(_) => self.graph.shape.sorted_triggers(task.node).to_vec(),
         }
     }
 
@@ -136,7 +139,7 @@ impl Loop {
                     id: id.clone(),
                     name: name.clone(),
                     error: None,
-                    result: StateValues::new(result),
+                    result: ChannelValues::new(result),
                     interrupts: Vec::new(),
                 }
             });
@@ -155,7 +158,7 @@ impl Loop {
         }
     }
 
-    fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
+    pub(super) fn emit_update_to(&self, sink: &Sink, task: &Task, cached: bool) {
         if !sink.wants(StreamMode::Updates) {
             return;
         }
@@ -174,7 +177,7 @@ impl Loop {
     }
 
     /// `{node: update}` from the task's writes to the stream channels.
-    fn update_chunk(
+    pub(super) fn update_chunk(
         &self,
         node: &Arc<str>,
         writes: &[(ChannelId, Value)],
@@ -204,11 +207,11 @@ impl Loop {
                         UpdatePayload::Maps(
                             shown
                                 .into_iter()
-                                .map(|pair| StateValues::new(vec![pair]))
+                                .map(|pair| ChannelValues::new(vec![pair]))
                                 .collect(),
                         )
                     } else {
-                        UpdatePayload::Map(StateValues::new(shown))
+                        UpdatePayload::Map(ChannelValues::new(shown))
                     }
                 }
             }
@@ -229,7 +232,7 @@ impl Loop {
         }
     }
 
-    fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
+    pub(super) fn emit_values_to_sinks(&self, updated: &[ChannelId]) {
         for sink in self.run.sinks() {
             if !sink.wants(StreamMode::Values) || !updated.iter().any(|c| sink.shows(*c)) {
                 continue;
@@ -263,9 +266,9 @@ impl Loop {
         self.values_from(shown, values)
     }
 
-    /// [`Loop::values_of`] from `values`, one per shown channel in order
+    /// [`PregelLoop::values_of`] from `values`, one per shown channel in order
     /// (`None` where a channel is empty).
-    fn values_from(
+    pub(super) fn values_from(
         &self,
         shown: &IoChannels,
         values: impl IntoIterator<Item = Option<Value>>,
@@ -273,7 +276,7 @@ impl Loop {
         let mut values = values.into_iter();
         match shown {
             IoChannels::One(_) => values.next().flatten().unwrap_or_else(Value::null),
-            IoChannels::Many(channels) => Value::new(StateValues::new(
+            IoChannels::Many(channels) => Value::new(ChannelValues::new(
                 channels
                     .iter()
                     .zip(values)
@@ -300,58 +303,10 @@ pub(super) fn debug_event<P: Serialize + std::marker::Send + Sync + 'static>(
 
 /// A `debug` chunk: a task event with its step and time.
 #[derive(Clone, Debug, Serialize)]
-struct DebugEvent<P> {
-    step: i64,
-    timestamp: String,
+pub(super) struct DebugEvent<P> {
+    pub(super) step: i64,
+    pub(super) timestamp: String,
     #[serde(rename = "type")]
-    kind: &'static str,
-    payload: P,
-}
-
-/// The payload of an `updates` chunk: `{node: update}`.
-#[derive(Clone, Debug)]
-pub struct NodeUpdate {
-    /// The node that wrote.
-    pub node: Arc<str>,
-    /// What it wrote to the stream channels.
-    pub update: UpdatePayload,
-    /// Whether the writes came from the node cache (shown as
-    /// `"__metadata__": {"cached": true}`).
-    pub cached: bool,
-}
-
-/// What a node wrote to the stream channels, shaped as LangGraph shows it.
-#[derive(Clone, Debug)]
-pub enum UpdatePayload {
-    /// Nothing (`None`).
-    None,
-    /// One value (single stream channel).
-    Value(Value),
-    /// Several values for a single stream channel.
-    Values(Vec<Value>),
-    /// `{key: value}`.
-    Map(StateValues),
-    /// A list of one-key maps, when a key was written twice.
-    Maps(Vec<StateValues>),
-}
-
-impl Serialize for NodeUpdate {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(1 + usize::from(self.cached)))?;
-        match &self.update {
-            UpdatePayload::None => map.serialize_entry(&*self.node, &())?,
-            UpdatePayload::Value(value) => map.serialize_entry(&*self.node, value)?,
-            UpdatePayload::Values(values) => map.serialize_entry(&*self.node, values)?,
-            UpdatePayload::Map(values) => map.serialize_entry(&*self.node, values)?,
-            UpdatePayload::Maps(values) => map.serialize_entry(&*self.node, values)?,
-        }
-        if self.cached {
-            map.serialize_entry("__metadata__", &serde_json::json!({"cached": true}))?;
-        }
-        map.end()
-    }
+    pub(super) kind: &'static str,
+    pub(super) payload: P,
 }

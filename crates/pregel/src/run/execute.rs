@@ -10,20 +10,24 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use stategraph_core::Value;
 use stategraph_llm::observe::observe;
 
-use super::{
-    FreshCopy, Loop, NodeUpdate, Task, TaskResult, UpdatePayload, WriteSender, discard,
-    fill_task_context, passthrough, persist,
-};
-use crate::NodeId;
-use crate::error::{NodeError, Result};
-use crate::graph::{IoChannels, PregelInner};
-use crate::node::{NodeFailure, NodeOutput, StateValues, TaskContext};
-use crate::retry;
-use crate::types::{Interrupt, StreamMode, names};
+use super::checkpointing::{WritesTarget, save_pipeline};
+use super::input::passthrough;
+use super::pregel_loop::PregelLoop;
+use super::task::{FreshCopy, Outcome, Task, TaskResult, discard, fill_task_context};
+use crate::channel_values::ChannelValues;
+use crate::chunk::{NodeUpdate, StreamMode, UpdatePayload};
+use crate::context::TaskContext;
+use crate::error::{NodeError, NodeFailure, Result};
+use crate::graph::CompiledGraph;
+use crate::interrupt::Interrupt;
+use crate::node::NodeOutput;
+use crate::run_info::WriteSender;
+use crate::shape::{IoChannels, NodeId};
+use crate::{names, retry};
 
-impl Loop {
+impl PregelLoop {
     /// A task's own context, for a task that runs beside others.
-    fn task_context(&self, task: &Task) -> TaskContext {
+    pub(super) fn task_context(&self, task: &Task) -> TaskContext {
         let mut ctx = self.ctx.clone();
         fill_task_context(&mut ctx, task, self.step, self.stop);
         ctx
@@ -42,8 +46,8 @@ impl Loop {
             return self.run_tasks(tasks, None).await;
         };
         let (saver, config) = match target {
-            persist::WritesTarget::Save(saver, config) => (saver, config),
-            persist::WritesTarget::Defer => {
+            WritesTarget::Save(saver, config) => (saver, config),
+            WritesTarget::Defer => {
                 // Exit durability: nothing is saved during the step; if it
                 // stops (an interrupt, an error), what its tasks did is kept
                 // for the exit checkpoint.
@@ -62,7 +66,7 @@ impl Loop {
                 return ran;
             }
         };
-        let (sender, pipeline) = persist::save_pipeline(put, saver, config);
+        let (sender, pipeline) = save_pipeline(put, saver, config);
         // Functional tasks called by the step's tasks save through it too.
         self.run.set_saves(Some(sender.clone()));
         let run = self.run.clone();
@@ -134,7 +138,7 @@ impl Loop {
                         .await
                     }
                     // Most nodes: one attempt, awaited right here.
-                    None if node.is_plain() => (None, retry::once(func, input, &self.ctx).await),
+                    None if node.is_plain() => (None, once(func, input, &self.ctx).await),
                     None => run_node(graph, task.node, input, &self.ctx).await,
                 }
             }
@@ -154,7 +158,11 @@ impl Loop {
         committed
     }
 
-    async fn run_tasks(&mut self, tasks: &mut [Task], saves: Option<WriteSender>) -> Result<bool> {
+    pub(super) async fn run_tasks(
+        &mut self,
+        tasks: &mut [Task],
+        saves: Option<WriteSender>,
+    ) -> Result<bool> {
         let saves = saves.as_ref();
         if let [task] = tasks {
             return self.run_lone_task(task, saves).await;
@@ -202,7 +210,7 @@ impl Loop {
     /// is not dropped. Only in runs without a checkpointer, where a failed
     /// step ends the run with nothing reading its channels again. Returns
     /// whether channels were lent.
-    fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
+    pub(super) fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
         let graph = &*self.graph;
         let node = &graph.nodes[task.node];
         if self.persist.is_some()
@@ -232,7 +240,7 @@ impl Loop {
 
     /// Puts lent channels back; those the writers changed in place go to
     /// the task's fresh reads, so the step does not apply those writes again.
-    fn return_lent(&mut self, task: &mut Task) {
+    pub(super) fn return_lent(&mut self, task: &mut Task) {
         for mut lent in self.lent.get_mut().drain(..) {
             if let Some(channel) = lent.copy.take() {
                 self.channels.set(lent.channel, channel);
@@ -249,7 +257,7 @@ impl Loop {
     /// Takes a finished task's result: its writes (streamed, and saved with
     /// a checkpointer), its interrupt, or its error. Returns whether it
     /// interrupted; an error fails the run.
-    fn commit(
+    pub(super) fn commit(
         &self,
         task: &mut Task,
         result: std::result::Result<NodeOutput, NodeError>,
@@ -260,7 +268,7 @@ impl Loop {
                 self.finish_task(task, &output)?;
                 discard(output, |output| matches!(output, NodeOutput::None));
                 if self.persist.is_some() {
-                    self.record_outcome(task, persist::Outcome::Wrote, saves);
+                    self.record_outcome(task, Outcome::Wrote, saves);
                 }
                 return Ok(false);
             }
@@ -269,20 +277,20 @@ impl Loop {
         if let Some(interrupts) = error.interrupts() {
             let interrupts = interrupts.to_vec();
             self.emit_interrupt(task, interrupts.clone());
-            self.record_outcome(task, persist::Outcome::Interrupted(interrupts), saves);
+            self.record_outcome(task, Outcome::Interrupted(interrupts), saves);
             return Ok(true);
         }
-        self.record_outcome(task, persist::Outcome::Failed(error.repr()), saves);
+        self.record_outcome(task, Outcome::Failed(error.repr()), saves);
         Err(self.task_failed(task, error))
     }
 
     /// Keeps a task's outcome and sends it to be saved, in a run with a
     /// checkpointer (without one nothing reads it).
     #[inline]
-    fn record_outcome(
+    pub(super) fn record_outcome(
         &self,
         task: &mut Task,
-        outcome: persist::Outcome,
+        outcome: Outcome,
         saves: Option<&WriteSender>,
     ) {
         if self.persist.is_none() {
@@ -296,7 +304,7 @@ impl Loop {
 
     /// Streams a task's interrupt: `{"__interrupt__": [..]}` in `updates`,
     /// the state with the same key in `values`, the `tasks` result.
-    fn emit_interrupt(&self, task: &Task, interrupts: Vec<Interrupt>) {
+    pub(super) fn emit_interrupt(&self, task: &Task, interrupts: Vec<Interrupt>) {
         self.run.record_interrupts(&interrupts);
         if self.graph.nodes[task.node].hidden {
             return;
@@ -309,7 +317,7 @@ impl Loop {
                 id: id.clone(),
                 name: name.clone(),
                 error: None,
-                result: StateValues::default(),
+                result: ChannelValues::default(),
                 interrupts: shown.clone(),
             });
         }
@@ -338,18 +346,18 @@ impl Loop {
                     IoChannels::One(_) => Vec::new(),
                     IoChannels::Many(_) => self
                         .values_of(&sink.shown)
-                        .downcast_ref::<StateValues>()
+                        .downcast_ref::<ChannelValues>()
                         .map(|values| values.pairs().to_vec())
                         .unwrap_or_default(),
                 };
                 pairs.push((Arc::from(names::INTERRUPT), interrupts.clone()));
-                sink.push(StreamMode::Values, Value::new(StateValues::new(pairs)));
+                sink.push(StreamMode::Values, Value::new(ChannelValues::new(pairs)));
             }
         }
     }
 
     /// The cache namespace and key of a task, when its node and the graph cache.
-    fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
+    pub(super) fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
         let policy = self.graph.nodes[task.node].settings().cache.as_ref()?;
         self.graph.cache.as_ref()?;
         let namespace = format!(
@@ -360,7 +368,7 @@ impl Loop {
     }
 
     /// Takes a task's writes from the node cache when they are there.
-    fn use_cached_writes(&self, task: &mut Task) {
+    pub(super) fn use_cached_writes(&self, task: &mut Task) {
         let (Some((namespace, key)), Some(cache)) =
             (self.cache_slot(task), self.graph.cache.as_ref())
         else {
@@ -398,8 +406,8 @@ impl Loop {
 /// Runs a task's node: a node with no retry policy, timeout or error
 /// handler (most nodes) in one guarded attempt with a small future; any
 /// other through [`run_task`], boxed.
-fn run_node<'a>(
-    graph: &'a PregelInner,
+pub(super) fn run_node<'a>(
+    graph: &'a CompiledGraph,
     node: NodeId,
     input: Value,
     ctx: &'a TaskContext,
@@ -411,7 +419,7 @@ fn run_node<'a>(
     match &spec.func {
         // Most nodes: one attempt, nothing else around it.
         Some(func) if spec.is_plain() => {
-            Either::Left(retry::once(func, input, ctx).map(|result| (None, result)))
+            Either::Left(once(func, input, ctx).map(|result| (None, result)))
         }
         // Retries, timeouts and error handlers: boxed, so the common
         // case's future stays small.
@@ -423,8 +431,8 @@ fn run_node<'a>(
 /// (not by an interrupt) and the node has an error handler, runs the
 /// handler on the same input and returns its id with the handler's result:
 /// the task then becomes the handler's.
-async fn run_task(
-    graph: &PregelInner,
+pub(super) async fn run_task(
+    graph: &CompiledGraph,
     node: NodeId,
     input: Value,
     ctx: TaskContext,
@@ -484,7 +492,7 @@ async fn run_task(
     (Some(handler), result)
 }
 
-fn run_with_retry<'a>(
+pub(super) fn run_with_retry<'a>(
     func: &'a crate::NodeFn,
     name: &'a str,
     input: Value,
@@ -512,4 +520,15 @@ fn run_with_retry<'a>(
             .await
         }
     }))
+}
+
+/// Runs a node that has no retry policy: one attempt, a panic (while the
+/// future is made or polled) becomes a `Panic` error. The common case's
+/// future stays small: no retry loop, no backoff timer.
+pub(super) async fn once(
+    func: &crate::NodeFn,
+    input: Value,
+    ctx: &TaskContext,
+) -> Result<NodeOutput, NodeError> {
+    retry::guarded(|| func(input, ctx)).await
 }

@@ -5,94 +5,17 @@ use std::sync::Arc;
 
 use stategraph_core::Value;
 
-use super::{InputCommand, Loop, Task};
-use crate::ChannelId;
+use super::pregel_loop::PregelLoop;
+use super::task::Task;
+use crate::channel_values::ChannelValues;
+use crate::command::{Command, Goto, Input, Send};
 use crate::error::{PregelError, Result};
-use crate::graph::IoChannels;
-use crate::types::{Command, Goto, names};
+use crate::names;
+use crate::node::NodeOutput;
+use crate::shape::{ChannelId, IoChannels};
+use serde::Serialize;
 
-/// What a run starts from.
-#[derive(Clone, Debug)]
-pub enum Input {
-    /// New input, written to the input channels.
-    Value(Value),
-    /// No input: resume the thread (needs a checkpointer).
-    Resume,
-    /// A command: state updates, destinations and resume values.
-    Command(Command),
-}
-
-impl Input {
-    /// The input, unless a JSON value in it (the input value, a command's
-    /// updates or resume answer) nests deeper than
-    /// [`MAX_DEPTH`](stategraph_core::json::MAX_DEPTH): no saver could read
-    /// it back, and recursing into it could overflow the stack. Checked
-    /// without recursion; a refused input is dropped without recursion too.
-    pub(super) fn within_depth(self) -> Result<Self> {
-        let values: Vec<&Value> = match &self {
-            Self::Value(value) => vec![value],
-            Self::Resume => Vec::new(),
-            Self::Command(command) => command
-                .update
-                .iter()
-                .map(|(_, value)| value)
-                .chain(&command.resume)
-                .collect(),
-        };
-        let limit = stategraph_core::json::MAX_DEPTH;
-        let too_deep = values.into_iter().any(|value| {
-            value
-                .as_json()
-                .is_some_and(|json| stategraph_core::json::deeper_than(json, limit))
-        });
-        if !too_deep {
-            return Ok(self);
-        }
-        let owned: Vec<Value> = match self {
-            Self::Value(value) => vec![value],
-            Self::Resume => Vec::new(),
-            Self::Command(command) => command
-                .update
-                .into_iter()
-                .map(|(_, value)| value)
-                .chain(command.resume)
-                .collect(),
-        };
-        for value in owned {
-            if let Ok(json) = value.downcast_arc::<serde_json::Value>()
-                && let Some(json) = Arc::into_inner(json)
-            {
-                stategraph_core::json::drop_deep(json);
-            }
-        }
-        Err(PregelError::Value(stategraph_core::ValueError::TooDeep {
-            limit,
-        }))
-    }
-}
-
-impl From<Value> for Input {
-    fn from(value: Value) -> Self {
-        Self::Value(value)
-    }
-}
-
-impl From<serde_json::Value> for Input {
-    fn from(value: serde_json::Value) -> Self {
-        match value {
-            serde_json::Value::Null => Self::Resume,
-            other => Self::Value(Value::from_json(other)),
-        }
-    }
-}
-
-impl From<Command> for Input {
-    fn from(command: Command) -> Self {
-        Self::Command(command)
-    }
-}
-
-impl Loop {
+impl PregelLoop {
     pub(super) fn apply_input(&mut self, input: Input) -> Result<Vec<ChannelId>> {
         let writes = match input {
             Input::Value(value) => self.input_writes(value)?,
@@ -154,7 +77,7 @@ impl Loop {
     /// A graph with several input channels (a raw `Pregel`) gets only the
     /// command's writes (LangGraph raises a `TypeError` there), and so does a
     /// graph whose typed input channel cannot hold a command.
-    fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
+    pub(super) fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
         let writes = self.command_writes(command.clone())?;
         if writes.is_empty() {
             return Err(PregelError::EmptyInput(self.input_names()));
@@ -182,7 +105,7 @@ impl Loop {
     }
 
     /// The input channels as LangGraph names them in errors.
-    fn input_names(&self) -> String {
+    pub(super) fn input_names(&self) -> String {
         match &self.graph.input {
             IoChannels::One(channel) => self.name(*channel).to_owned(),
             IoChannels::Many(channels) => {
@@ -202,7 +125,7 @@ impl Loop {
                 "Cannot use Command(resume=...) without checkpointer".into(),
             ));
         }
-        if command.graph == crate::types::CommandGraph::Parent {
+        if command.graph == crate::CommandGraph::Parent {
             return Err(PregelError::InvalidUpdate(
                 "There is no parent graph".into(),
             ));
@@ -224,5 +147,65 @@ impl Loop {
             }
         }
         Ok(writes)
+    }
+}
+
+/// The output of a node without a function: its input, or the `Command` a
+/// run was given as input (see `PregelLoop::apply_command_input`).
+pub(super) fn passthrough(input: &Value) -> NodeOutput {
+    match input.downcast_ref::<InputCommand>() {
+        Some(InputCommand(command)) => NodeOutput::Command(command.clone()),
+        None => NodeOutput::Value(input.clone()),
+    }
+}
+
+/// A `Command` given as a run's input, as the input channel holds it.
+pub(super) struct InputCommand(Command);
+
+/// Serializes as LangGraph shows a `Command`: the fields that are set.
+impl Serialize for InputCommand {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum GotoRepr<'a> {
+            Node(&'a str),
+            Send(&'a Send),
+        }
+
+        let command = &self.0;
+        let mut map = serializer.serialize_map(None)?;
+        if command.graph == crate::CommandGraph::Parent {
+            map.serialize_entry("graph", "__parent__")?;
+        }
+        if !command.update.is_empty() {
+            let update = ChannelValues::new(
+                command
+                    .update
+                    .iter()
+                    .map(|(key, value)| (Arc::from(key.as_str()), value.clone()))
+                    .collect(),
+            );
+            map.serialize_entry("update", &update)?;
+        }
+        if let Some(resume) = &command.resume {
+            map.serialize_entry("resume", resume)?;
+        }
+        if !command.goto.is_empty() {
+            let goto: Vec<GotoRepr<'_>> = command
+                .goto
+                .iter()
+                .map(|goto| match goto {
+                    Goto::Node(node) => GotoRepr::Node(node),
+                    Goto::Send(send) => GotoRepr::Send(send),
+                })
+                .collect();
+            map.serialize_entry("goto", &goto)?;
+        }
+        map.end()
     }
 }

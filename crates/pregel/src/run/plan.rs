@@ -5,13 +5,16 @@ use std::sync::Arc;
 
 use stategraph_core::Value;
 
-use super::{Loop, Task, TaskPath};
+use super::kept_input::{KeptInput, forget_inputs};
+use super::pregel_loop::PregelLoop;
+use super::task::{Task, TaskPath};
+use crate::channel_values::ChannelValues;
+use crate::command::Send;
 use crate::error::Result;
-use crate::node::{Reads, StateValues};
-use crate::types::Send;
-use crate::{ChannelId, NodeId};
+use crate::node::Reads;
+use crate::shape::{ChannelId, NodeId};
 
-impl Loop {
+impl PregelLoop {
     pub(super) fn prepare_tasks(&mut self, updated: &[ChannelId]) -> Result<Vec<Task>> {
         let mut tasks = self.task_buf.take();
         tasks.clear();
@@ -66,7 +69,7 @@ impl Loop {
     }
 
     /// Adds `node`'s PULL task when its triggers moved and its input exists.
-    fn pull_task(&self, tasks: &mut Vec<Task>, node: NodeId) {
+    pub(super) fn pull_task(&self, tasks: &mut Vec<Task>, node: NodeId) {
         if !self.triggered(node) {
             return;
         }
@@ -108,7 +111,7 @@ impl Loop {
     /// Once its nodes have let go of it, a stale map is brought up to date
     /// in place: only the entries of changed channels are read again, and
     /// the keys are never copied.
-    fn read_map(&self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
+    pub(super) fn read_map(&self, set: usize, keys: &[(Arc<str>, ChannelId)]) -> Value {
         let mut cache = self.input_cache.borrow_mut();
         if let Some(kept) = &mut cache[set] {
             // The read set's channel list is shared by its nodes (warm in
@@ -120,7 +123,7 @@ impl Loop {
             {
                 return Value::from_arc(kept.map.clone());
             }
-            if let Some(pairs) = Arc::get_mut(&mut kept.map).and_then(StateValues::pairs_mut) {
+            if let Some(pairs) = Arc::get_mut(&mut kept.map).and_then(ChannelValues::pairs_mut) {
                 self.refresh(pairs, &mut kept.channels, keys, kept.built);
                 kept.built = self.epoch;
                 kept.holes = false;
@@ -135,7 +138,7 @@ impl Loop {
                 channels.push(*channel);
             }
         }
-        let map = Arc::new(StateValues::new(pairs));
+        let map = Arc::new(ChannelValues::new(pairs));
         let value = Value::from_arc(map.clone());
         cache[set] = Some(KeptInput {
             built: self.epoch,
@@ -149,7 +152,7 @@ impl Loop {
     /// Reads again the entries of a kept map (built from `keys` at epoch
     /// `built`) whose channels changed since, or whose values
     /// `forget_inputs` took; `channels` is the channel of each entry.
-    fn refresh(
+    pub(super) fn refresh(
         &self,
         pairs: &mut Vec<(Arc<str>, Value)>,
         channels: &mut Vec<ChannelId>,
@@ -184,7 +187,7 @@ impl Loop {
         }
     }
 
-    fn triggered(&self, node: NodeId) -> bool {
+    pub(super) fn triggered(&self, node: NodeId) -> bool {
         let triggers = &self.graph.nodes[node].triggers;
         if !self.ran[node] {
             return triggers.iter().any(|c| self.channels.is_available(*c));
@@ -194,44 +197,4 @@ impl Loop {
             self.channels.is_available(*c) && self.versions[*c] > self.seen[offset + i]
         })
     }
-}
-
-/// Releases the kept inputs' values of the channels `changes` names: an
-/// unshared map loses just those values (left as inline `null`s and marked
-/// as holes), a shared one is dropped whole.
-pub(super) fn forget_inputs(
-    cache: &mut [Option<KeptInput>],
-    read_sets: &[Vec<ChannelId>],
-    changes: impl Fn(ChannelId) -> bool,
-) {
-    for (entry, set) in cache.iter_mut().zip(read_sets) {
-        let Some(kept) = entry else { continue };
-        if !set.iter().any(|c| changes(*c)) {
-            continue;
-        }
-        // A map nobody else holds keeps its keys and other values: only
-        // the values about to change are taken (`Loop::refresh` reads them
-        // again).
-        let Some(pairs) = Arc::get_mut(&mut kept.map).and_then(StateValues::pairs_mut) else {
-            *entry = None;
-            continue;
-        };
-        for ((_, value), channel) in pairs.iter_mut().zip(&kept.channels) {
-            if changes(*channel) {
-                *value = Value::null();
-                kept.holes = true;
-            }
-        }
-    }
-}
-
-/// A read set's last input map, kept for the nodes that read it next.
-pub(super) struct KeptInput {
-    /// The epoch the map was last brought up to date at.
-    built: u64,
-    map: Arc<StateValues>,
-    /// The channel of each of the map's entries.
-    channels: Vec<ChannelId>,
-    /// Whether `forget_inputs` took values out of the map.
-    holes: bool,
 }

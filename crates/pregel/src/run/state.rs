@@ -4,21 +4,24 @@
 
 use std::sync::Arc;
 
+use super::announce::planned_order;
+use super::checkpointing::{Resumed, interrupts_of, is_control, target_of};
+use super::pregel_loop::PregelLoop;
+use super::task::{Task, TaskPath};
+use crate::channel_values::ChannelValues;
+use crate::chunk::StreamModes;
+use crate::error::{PregelError, Result};
+use crate::graph::{CompiledGraph, Pregel};
+use crate::interrupt::Interrupt;
+use crate::names;
+use crate::run_info::{RunInfo, Sink};
+use crate::shape::{ChannelId, IoChannels};
 use futures::stream::StreamExt;
 use stategraph_checkpoint::{
     CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointTuple, ListQuery,
     PendingWrite, SharedSaver,
 };
 use stategraph_core::{RunnableConfig, Value};
-
-use super::announce::planned_order;
-use super::persist::{Resumed, interrupts_of, is_control, target_of};
-use super::{Loop, Task, TaskPath};
-use crate::ChannelId;
-use crate::error::{PregelError, Result};
-use crate::graph::{IoChannels, Pregel, PregelInner};
-use crate::node::{RunInfo, Sink, StateValues};
-use crate::types::{Interrupt, StreamModes, names};
 
 /// A thread's state at one checkpoint (LangGraph's `StateSnapshot`).
 #[derive(Clone, Debug, PartialEq)]
@@ -71,32 +74,32 @@ pub struct PregelTask {
     pub subgraph: Option<Box<StateSnapshot>>,
 }
 /// A loop that only restores checkpoints (no sink, no run).
-pub(super) fn detached(graph: &Arc<PregelInner>) -> Loop {
+pub(super) fn detached(graph: &Arc<CompiledGraph>) -> PregelLoop {
     let sink = Sink {
         queue: Arc::default(),
         modes: StreamModes::NONE,
-        namespace: crate::types::Namespace::ROOT,
+        namespace: crate::Namespace::ROOT,
         shown: graph.stream.clone(),
-        seen: super::SeenMessages::default(),
+        seen: crate::run_info::SeenMessages::default(),
         latest_only: false,
     };
     let run = RunInfo::new(
-        graph.clone(),
+        graph.shape.clone(),
         RunnableConfig::default(),
         sink,
         None,
         &crate::RunOptions::default(),
         None,
     );
-    Loop::new(graph.clone(), run)
+    PregelLoop::new(graph.clone(), run)
 }
 /// The snapshot of one stored checkpoint: its values and the tasks it
 /// would run next, with what its pending writes say of them. `live` (the
 /// thread's latest state, not a checkpoint asked for by id) lists only the
 /// unfinished tasks as `next` and includes the finished ones' writes in the
 /// values, as LangGraph does.
-fn snapshot(
-    graph: &Arc<PregelInner>,
+pub(super) fn snapshot(
+    graph: &Arc<CompiledGraph>,
     tuple: &CheckpointTuple,
     live: bool,
 ) -> Result<StateSnapshot> {
@@ -132,7 +135,7 @@ fn snapshot(
                 pairs.retain(|(k, _)| *k != key);
                 pairs.push((key, value.clone()));
             }
-            Value::new(StateValues::new(pairs))
+            Value::new(ChannelValues::new(pairs))
         });
         if done {
             let mut applied = Task::input(outputs);
@@ -193,7 +196,7 @@ fn snapshot(
 }
 
 /// Whether `values`/`updates` show the channel (a state key).
-fn graph_shows(graph: &PregelInner, channel: ChannelId) -> bool {
+pub(super) fn graph_shows(graph: &CompiledGraph, channel: ChannelId) -> bool {
     match &graph.stream {
         IoChannels::One(c) => *c == channel,
         IoChannels::Many(cs) => cs.contains(&channel),
@@ -201,7 +204,7 @@ fn graph_shows(graph: &PregelInner, channel: ChannelId) -> bool {
 }
 
 impl Pregel {
-    fn saver(&self) -> Result<&SharedSaver> {
+    pub(super) fn saver(&self) -> Result<&SharedSaver> {
         self.inner
             .checkpointer
             .as_ref()
@@ -236,7 +239,7 @@ impl Pregel {
             None => Ok(StateSnapshot {
                 values: match &self.inner.stream {
                     IoChannels::One(_) => Value::null(),
-                    IoChannels::Many(_) => Value::new(StateValues::default()),
+                    IoChannels::Many(_) => Value::new(ChannelValues::default()),
                 },
                 next: Vec::new(),
                 config: target,

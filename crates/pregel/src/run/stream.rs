@@ -10,11 +10,17 @@ use std::task::{Context, Poll};
 use futures::stream::{Stream, StreamExt};
 use stategraph_core::{RunnableConfig, Value};
 
-use super::{Input, Loop, SeenMessages};
+use super::pregel_loop::PregelLoop;
+use crate::channel_values::ChannelValues;
+use crate::chunk::{Namespace, StreamChunk, StreamMode, StreamModes};
+use crate::command::Input;
 use crate::error::{PregelError, Result};
-use crate::graph::{IoChannels, Pregel, PregelInner};
-use crate::node::{ChunkQueue, PersistScope, RunInfo, RunOptions, Sink, StateValues};
-use crate::types::{Interrupt, Namespace, StreamChunk, StreamMode, StreamModes, names};
+use crate::graph::{CompiledGraph, Pregel};
+use crate::interrupt::Interrupt;
+use crate::names;
+use crate::queue::ChunkQueue;
+use crate::run_info::{PersistScope, RunInfo, RunOptions, SeenMessages, Sink};
+use crate::shape::IoChannels;
 
 impl Pregel {
     /// Runs the graph, streaming chunks of the requested modes. `values` and
@@ -76,11 +82,11 @@ impl Pregel {
         // task's interrupts out of it) with every interrupt of the run under
         // `__interrupt__`.
         let mut pairs: Vec<(Arc<str>, Value)> = latest
-            .downcast_ref::<StateValues>()
+            .downcast_ref::<ChannelValues>()
             .map(|values| values.pairs().to_vec())
             .unwrap_or_default();
         pairs.push((Arc::from(names::INTERRUPT), Value::new(interrupts)));
-        Ok(Value::new(StateValues::new(pairs)))
+        Ok(Value::new(ChannelValues::new(pairs)))
     }
 
     /// [`Pregel::invoke_with`] with the output and the interrupts the run
@@ -102,7 +108,7 @@ impl Pregel {
         }
         // Retries keep a copy, and the run drops a refused input without
         // recursion only where the last copy goes: check it before copying.
-        let input = input.within_depth()?;
+        let input = input.within_depth().map_err(PregelError::Value)?;
         let mut pause_ms = 2;
         loop {
             match self
@@ -122,7 +128,7 @@ impl Pregel {
     }
 
     /// One run of [`Pregel::invoke_parts`].
-    async fn invoke_once(
+    pub(super) async fn invoke_once(
         &self,
         input: Input,
         config: &RunnableConfig,
@@ -143,7 +149,7 @@ impl Pregel {
             latest = Some(chunk?.data);
         }
         let mut latest = latest.unwrap_or_else(Value::null);
-        if let Some(values) = latest.downcast_ref::<StateValues>()
+        if let Some(values) = latest.downcast_ref::<ChannelValues>()
             && values.get(names::INTERRUPT).is_some()
         {
             let pairs = values
@@ -152,7 +158,7 @@ impl Pregel {
                 .filter(|(key, _)| &**key != names::INTERRUPT)
                 .cloned()
                 .collect();
-            latest = Value::new(StateValues::new(pairs));
+            latest = Value::new(ChannelValues::new(pairs));
         }
         Ok((latest, stream.interrupts()))
     }
@@ -160,7 +166,7 @@ impl Pregel {
 
 /// Which `values` chunks a run's own stream needs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Delivery {
+pub(super) enum Delivery {
     /// Every one (a caller streaming the run).
     Every,
     /// The last one only (`invoke`): the loop holds the shown values of the
@@ -170,20 +176,20 @@ enum Delivery {
 
 /// The stream of a run: chunks in order, then the run's error if it failed.
 pub struct RunStream {
-    run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
-    info: Arc<RunInfo>,
-    queue: Arc<ChunkQueue>,
+    pub(super) run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
+    pub(super) info: Arc<RunInfo>,
+    pub(super) queue: Arc<ChunkQueue>,
     // Chunks taken from `queue` in one lock, handed out one by one.
-    taken: VecDeque<StreamChunk>,
-    error: Option<PregelError>,
+    pub(super) taken: VecDeque<StreamChunk>,
+    pub(super) error: Option<PregelError>,
     // The modes the caller asked for, and those printed (see `RunOptions::print_modes`).
-    streamed: StreamModes,
-    printed: StreamModes,
+    pub(super) streamed: StreamModes,
+    pub(super) printed: StreamModes,
 }
 
 impl RunStream {
-    fn start(
-        graph: Arc<PregelInner>,
+    pub(super) fn start(
+        graph: Arc<CompiledGraph>,
         input: Input,
         config: RunnableConfig,
         modes: StreamModes,
@@ -235,14 +241,14 @@ impl RunStream {
         if let Some(store) = &graph.store {
             options.store = Some(store.clone());
         }
-        let run_info = RunInfo::new(graph.clone(), config, sink, forward, &options, scope);
+        let run_info = RunInfo::new(graph.shape.clone(), config, sink, forward, &options, scope);
         let before = options
             .interrupt_before
             .unwrap_or_else(|| graph.interrupt_before.clone());
         let after = options
             .interrupt_after
             .unwrap_or_else(|| graph.interrupt_after.clone());
-        let run_loop = Loop::new(graph, run_info);
+        let run_loop = PregelLoop::new(graph, run_info);
         let info = run_loop.run.clone();
         let run = run_loop.run(input, durability, [before, after]);
         Self {
@@ -265,7 +271,7 @@ impl RunStream {
     /// The next chunk to hand out (chunks only printed are printed here).
     /// With `refill`, takes what the queue holds when nothing taken is
     /// left; without, hands out only chunks already taken (no lock).
-    fn pop(&mut self, refill: bool) -> Option<StreamChunk> {
+    pub(super) fn pop(&mut self, refill: bool) -> Option<StreamChunk> {
         loop {
             if refill && self.taken.is_empty() {
                 self.queue.take_into(&mut self.taken);
@@ -327,7 +333,7 @@ impl Stream for RunStream {
 }
 
 /// Prints a chunk as LangGraph's `print_mode` does, through `tracing`.
-fn print_chunk(chunk: &StreamChunk) {
+pub(super) fn print_chunk(chunk: &StreamChunk) {
     let payload = serde_json::to_string(&chunk.data)
         .unwrap_or_else(|err| format!("<{} not serializable: {err}>", chunk.data.type_name()));
     if chunk.namespace.is_empty() {
@@ -339,26 +345,5 @@ fn print_chunk(chunk: &StreamChunk) {
             "[{}] [graph={namespace}] {payload}",
             chunk.mode
         );
-    }
-}
-
-/// Returns `Pending` once, without waking anyone: only for the run's own
-/// loop, after it marked the yield on its queue (`ChunkQueue::mark_yield`).
-/// The run's stream, its only poller, then hands out the waiting chunks
-/// and polls the loop again when asked for the next one; if its own queue
-/// has none (they went to a parent's queue), it wakes its task itself.
-/// Waking through the runtime's waker at every step would cost more.
-pub(super) struct YieldToStream(pub(super) bool);
-
-impl Future for YieldToStream {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            Poll::Pending
-        }
     }
 }

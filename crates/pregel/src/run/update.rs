@@ -4,14 +4,16 @@
 use stategraph_checkpoint::{CheckpointConfig, CheckpointSource};
 use stategraph_core::{RunnableConfig, Value};
 
-use super::persist::{Persist, target_of};
+use super::checkpointing::{Checkpointing, target_of};
+use super::pregel_loop::PregelLoop;
 use super::state::detached;
-use super::{Loop, Task, TaskPath};
+use super::task::{Task, TaskPath};
 use crate::error::{PregelError, Result};
 use crate::graph::Pregel;
+use crate::names;
 use crate::node::NodeOutput;
-use crate::types::names;
-use crate::{Durability, NodeId};
+use crate::run_info::Durability;
+use crate::shape::NodeId;
 
 /// One update of a [`Pregel::bulk_update_state`] superstep (LangGraph's
 /// `StateUpdate`): values written as if `as_node` had returned them.
@@ -99,7 +101,7 @@ impl Pregel {
         let mut may_branch = target.checkpoint_id.is_some();
         for updates in supersteps {
             let mut state = detached(&self.inner);
-            state.persist = Some(Box::new(Persist::new(
+            state.persist = Some(Box::new(Checkpointing::new(
                 saver.clone(),
                 Durability::Sync,
                 target.clone(),
@@ -111,10 +113,13 @@ impl Pregel {
     }
 }
 
-impl Loop {
+impl PregelLoop {
     /// One superstep of updates on the thread the loop's persistence
     /// targets; returns the new checkpoint's address.
-    async fn perform_update(&mut self, updates: Vec<StateUpdate>) -> Result<CheckpointConfig> {
+    pub(super) async fn perform_update(
+        &mut self,
+        updates: Vec<StateUpdate>,
+    ) -> Result<CheckpointConfig> {
         if updates.is_empty() {
             return Err(PregelError::InvalidGraph("No updates provided".into()));
         }
@@ -163,7 +168,7 @@ impl Loop {
     /// `_infer_as_node`): the one that saw the newest channel version, or,
     /// on a thread where nothing ran, the input node. `None` when two
     /// nodes saw that version.
-    fn infer_as_node(&self) -> Option<NodeId> {
+    pub(super) fn infer_as_node(&self) -> Option<NodeId> {
         let graph = &self.graph;
         let mut newest: Option<(stategraph_checkpoint::ChannelVersion, NodeId)> = None;
         let mut tied = false;

@@ -8,70 +8,43 @@
 //! write them an inline `null`: such a channel is always either in its
 //! spec's state or holding that `null`. A run keeps the second state as a
 //! flag, reading the graph's shared prototype of it
-//! ([`PregelInner::holding_null`](crate::graph::PregelInner)), so a step that
+//! ([`CompiledGraph::holding_null`](crate::graph::CompiledGraph)), so a step that
 //! fires an edge and clears it again copies no channel. Any other change
 //! makes a real copy first.
 
-use std::any::Any;
 use std::sync::Arc;
 
-use stategraph_channels::{Channel, EphemeralValue, Result};
+use stategraph_channels::{Channel, Result};
 use stategraph_core::Value;
 
-use crate::ChannelId;
-use crate::graph::PregelInner;
+use crate::graph::CompiledGraph;
+use crate::shape::ChannelId;
 
 pub(crate) struct RunChannels {
-    graph: Arc<PregelInner>,
-    state: Vec<State>,
+    pub(super) graph: Arc<CompiledGraph>,
+    pub(super) state: Vec<State>,
     // Copies dropped by `release_if_initial`, whose allocations the next
     // copies reuse (a chain writes one trigger channel per step), each with
     // the address of the spec it is a copy of.
-    spare: Vec<(usize, Box<dyn Channel>)>,
+    pub(super) spare: Vec<(usize, Box<dyn Channel>)>,
 }
 
 /// What a run's channel is.
-enum State {
+pub(super) enum State {
     /// In its spec's state.
     Spec,
     /// An ephemeral value holding an inline `null`: in the state of its
-    /// prototype in `PregelInner::holding_null`.
+    /// prototype in `CompiledGraph::holding_null`.
     HoldsNull,
     /// Its own copy.
     Own(Box<dyn Channel>),
 }
 
 /// How many dropped copies a run keeps for reuse.
-const SPARE_COPIES: usize = 4;
-
-/// Per channel spec that is an ephemeral value in its initial state: the
-/// spec holding an inline `null`. Channels sharing one spec (the trigger
-/// channels of a compiled graph) share one prototype.
-pub(crate) fn holding_null(specs: &[Arc<dyn Channel>]) -> Vec<Option<Arc<dyn Channel>>> {
-    let mut protos: Vec<Option<Arc<dyn Channel>>> = Vec::with_capacity(specs.len());
-    for (i, spec) in specs.iter().enumerate() {
-        let proto = match i.checked_sub(1) {
-            Some(previous) if Arc::ptr_eq(&specs[previous], spec) => protos[previous].clone(),
-            _ => null_prototype(spec.as_ref()),
-        };
-        protos.push(proto);
-    }
-    protos
-}
-
-/// `spec` holding an inline `null`, for an untyped ephemeral value in its
-/// initial state.
-fn null_prototype(spec: &dyn Channel) -> Option<Arc<dyn Channel>> {
-    if !((spec as &dyn Any).is::<EphemeralValue<Value>>() && spec.is_initial()) {
-        return None;
-    }
-    let mut proto = spec.boxed_clone();
-    proto.update_one(Value::null()).ok()?;
-    Some(Arc::from(proto))
-}
+pub(super) const SPARE_COPIES: usize = 4;
 
 impl RunChannels {
-    pub(crate) fn new(graph: Arc<PregelInner>) -> Self {
+    pub(crate) fn new(graph: Arc<CompiledGraph>) -> Self {
         let mut state = Vec::new();
         state.resize_with(graph.channels.len(), || State::Spec);
         Self {
@@ -121,7 +94,7 @@ impl RunChannels {
 
     /// Whether the channel is an ephemeral value without a copy, whose
     /// changes by `null` writes and empty updates are kept in its state.
-    fn flagged(&self, channel: ChannelId) -> bool {
+    pub(super) fn flagged(&self, channel: ChannelId) -> bool {
         !matches!(self.state[channel], State::Own(_)) && self.graph.holding_null[channel].is_some()
     }
 
@@ -206,8 +179,8 @@ impl RunChannels {
 
 /// The shared channel a channel without a copy reads: its spec, or the
 /// graph's prototype of it holding `null`.
-fn shared_state<'a>(
-    graph: &'a PregelInner,
+pub(super) fn shared_state<'a>(
+    graph: &'a CompiledGraph,
     state: &State,
     channel: ChannelId,
 ) -> &'a Arc<dyn Channel> {
@@ -221,7 +194,7 @@ fn shared_state<'a>(
 /// their initial state, so they are equal: the trigger channels of a
 /// compiled graph share one spec), else one made in a spare allocation of
 /// the same kind of channel, else a new one.
-fn copy_of(
+pub(super) fn copy_of(
     spec: &Arc<dyn Channel>,
     spare: &mut Vec<(usize, Box<dyn Channel>)>,
 ) -> Box<dyn Channel> {
@@ -239,7 +212,7 @@ fn copy_of(
 
 /// Where a spec lives: the same address is the same spec while the graph
 /// holding it lives.
-fn address(spec: &Arc<dyn Channel>) -> usize {
+pub(super) fn address(spec: &Arc<dyn Channel>) -> usize {
     Arc::as_ptr(spec).cast::<()>() as usize
 }
 
@@ -247,9 +220,9 @@ fn address(spec: &Arc<dyn Channel>) -> usize {
 mod tests {
     use super::*;
     use crate::Pregel;
-    use stategraph_channels::LastValue;
+    use stategraph_channels::{EphemeralValue, LastValue};
 
-    fn graph() -> Arc<PregelInner> {
+    fn graph() -> Arc<CompiledGraph> {
         let pregel = Pregel::builder()
             .channel("unguarded", EphemeralValue::<Value>::unguarded())
             .and_then(|b| b.channel("guarded", EphemeralValue::<Value>::new()))

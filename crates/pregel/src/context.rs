@@ -1,0 +1,334 @@
+//! `TaskContext`: what a node sees and can do besides its input.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use stategraph_core::{RunnableConfig, Value};
+
+use crate::chunk::{StreamMode, StreamModes};
+use crate::error::{NodeError, NodeFailure};
+use crate::interrupt::Interrupted;
+use crate::retry::RetryPolicy;
+use crate::run_info::{Forward, ParentRun, PersistScope, RunInfo, RunOptions};
+use crate::scratchpad::Scratchpad;
+use crate::task_id::{TaskIdPath, TaskIdSeed, checkpoint_task_id};
+
+/// What a node function can see and do besides its input: its name, the
+/// step, the run configuration, and a writer for `custom` stream chunks.
+///
+/// Cloning is two reference-count increments.
+#[derive(Clone)]
+pub struct TaskContext {
+    pub(crate) run: Arc<RunInfo>,
+    // The node's id in `run.graph` (its name is read from there: no
+    // reference count to change per task).
+    pub(crate) node: crate::NodeId,
+    pub(crate) step: i64,
+    pub(crate) push: Option<usize>,
+    pub(crate) remaining_steps: i64,
+    // Set in runs with a checkpointer: the task's id and interrupt answers.
+    pub(crate) pad: Option<Arc<Scratchpad>>,
+    // Which attempt of the task this is, from 1 (retries count up).
+    pub(crate) attempt: u32,
+    // Set when the node has an idle timeout: the attempt's last progress.
+    pub(crate) progress: Option<Arc<crate::timeout::Progress>>,
+    // Set for an error handler: the failure it answers.
+    pub(crate) failure: Option<Arc<NodeFailure>>,
+    // Set by `TaskContext::interrupt_scope`: the part of the task (a tool
+    // call) whose interrupts have ids and answers of their own.
+    pub(crate) scope: Option<Arc<str>>,
+}
+
+impl TaskContext {
+    /// The node being run.
+    pub fn node(&self) -> &str {
+        self.run.shape.node_name(self.node)
+    }
+
+    /// The superstep.
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+
+    /// The task id. In a run with a checkpointer it is LangGraph's: derived
+    /// from the checkpoint the step started from, the step, the node and the
+    /// task path, so a resumed run gives the task the same id. Otherwise it
+    /// is derived from the run (computed on each call, as most tasks never
+    /// need it).
+    pub fn task_id(&self) -> String {
+        if let Some(pad) = &self.pad {
+            return pad.task_id().to_string();
+        }
+        TaskIdSeed {
+            run: self.run.seed,
+            step: self.step,
+            push: self.push,
+        }
+        .task_id(self.node())
+    }
+
+    /// Runs `work` as a task of the functional API (LangGraph's `@task`):
+    /// retried per `policies`, its result streamed as an `updates` chunk
+    /// `{name: result}`, and, in a run with a checkpointer, saved as the
+    /// task finishes. When the run is resumed (after an interrupt, an error
+    /// or a crash), a task that already finished returns its saved result
+    /// without running again. Tasks are told apart by the order they are
+    /// called in: call them in a fixed order (start several, then await
+    /// them together, to run them in parallel).
+    ///
+    /// # Errors
+    /// What `work` returns after its retries; a saved result that no longer
+    /// decodes to `T`.
+    pub fn task<T, Fut>(
+        &self,
+        name: &str,
+        policies: &[RetryPolicy],
+        mut work: impl FnMut() -> Fut + Send + 'static,
+    ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
+    where
+        T: Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, NodeError>> + Send + 'static,
+    {
+        let call = self.pad.as_ref().map(|pad| {
+            let index = pad.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let task_path = pad.task_path.text();
+            let path = format!(
+                "~{}, {task_path}, {index:010}, 0000000001",
+                crate::names::PUSH
+            );
+            let namespace = format!("{}|{name}", pad.namespace());
+            let checkpoint = pad
+                .checkpoint
+                .as_ref()
+                .and_then(stategraph_core::CheckpointId::uuid_bytes)
+                .unwrap_or([0; 16]);
+            let parts = [task_path.as_str(), &index.to_string()];
+            let id = checkpoint_task_id(
+                &checkpoint,
+                &namespace,
+                self.step,
+                name,
+                TaskIdPath::Call(&parts),
+            );
+            (id, path)
+        });
+        let run = self.run.clone();
+        let name: Arc<str> = Arc::from(name);
+        let policies = policies.to_vec();
+        async move {
+            if let Some((id, _)) = &call
+                && let Some(saved) = run.replayed(id, crate::names::RETURN)
+            {
+                return Ok((*saved.decode::<T>()?).clone());
+            }
+            let result = crate::retry::with_retry(&name, &policies, |_| work()).await?;
+            let value = Value::new(result.clone());
+            for sink in run.sinks() {
+                sink.push(
+                    StreamMode::Updates,
+                    Value::new(crate::chunk::NodeUpdate {
+                        node: name.clone(),
+                        update: crate::chunk::UpdatePayload::Value(value.clone()),
+                        cached: false,
+                    }),
+                );
+            }
+            if let Some((id, path)) = call {
+                run.save_writes(id, path, vec![(crate::names::RETURN.to_owned(), value)]);
+            }
+            Ok(result)
+        }
+    }
+
+    /// Pauses the run for human input (LangGraph's `interrupt(value)`).
+    ///
+    /// The first time, returns [`Interrupted`]: return it from the node
+    /// (`ctx.interrupt(..)?`) and the run stops after this step, showing the
+    /// interrupt in `updates` and `values` chunks and in `invoke`'s result.
+    /// Resuming the thread with `Command::resume(answer)` (or
+    /// `Command::resume_by_id`) runs the node again from the start; this call
+    /// then returns the answer. A node may interrupt several times: answers
+    /// are replayed in call order, so keep the calls in a fixed order.
+    ///
+    /// Without a checkpointer the run still stops, but cannot be resumed.
+    ///
+    /// # Errors
+    /// [`Interrupted`] while the interrupt has no answer.
+    pub fn interrupt(
+        &self,
+        value: impl Serialize + Send + Sync + 'static,
+    ) -> Result<Value, Interrupted> {
+        let value = Value::new(value);
+        match (&self.pad, &self.scope) {
+            (Some(pad), Some(scope)) => pad.interrupt_in(scope, value, &self.run),
+            (Some(pad), None) => pad.interrupt(value, &self.run),
+            // A run that does not checkpoint (a subgraph that never does,
+            // inside one that does) can still take its parent's answer.
+            (None, scope) => match self.run.take_resume() {
+                Some(answer) => Ok(answer),
+                None => {
+                    let mut namespace = format!("{}:{}", self.node(), self.task_id());
+                    if let Some(scope) = scope {
+                        namespace = [&namespace, "|", scope].concat();
+                    }
+                    Err(Interrupted::one(crate::Interrupt {
+                        value,
+                        id: crate::Interrupt::id_for(&namespace, 0),
+                    }))
+                }
+            },
+        }
+    }
+
+    /// This task's context for one part of its work (a tool call of a
+    /// tool node that runs several calls in one task): interrupts raised
+    /// through it get ids of their own, derived from `scope`, and take only
+    /// answers given to those ids (or a single resume value), so answers
+    /// never cross from one part to another however the parts interleave.
+    #[must_use]
+    pub fn interrupt_scope(&self, scope: &str) -> Self {
+        let mut ctx = self.clone();
+        ctx.scope = Some(Arc::from(scope));
+        ctx
+    }
+
+    /// The run configuration.
+    pub fn config(&self) -> &RunnableConfig {
+        &self.run.config
+    }
+
+    /// Which attempt at the task this is: 1, then 2, 3, ... as its retry
+    /// policy retries it (LangGraph's `execution_info.node_attempt`).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Steps left before the recursion limit (LangGraph's `RemainingSteps`):
+    /// `limit - 1` in the first step after the input, 0 in the last one.
+    pub fn remaining_steps(&self) -> i64 {
+        self.remaining_steps
+    }
+
+    /// Whether this is the step before the last one the recursion limit
+    /// allows (LangGraph's `IsLastStep`: true when one step remains, false in
+    /// the very last step).
+    pub fn is_last_step(&self) -> bool {
+        self.remaining_steps == 1
+    }
+
+    /// Whether the task was created by a `Send` (a PUSH task, whose input is
+    /// the `Send`'s argument) rather than triggered by channels (a PULL task,
+    /// whose input is read from the channels).
+    pub fn is_push(&self) -> bool {
+        self.push.is_some()
+    }
+
+    /// Sends a chunk to the `custom` stream (LangGraph's stream writer).
+    /// It counts as progress for an idle timeout ([`RefreshOn::Auto`](crate::RefreshOn::Auto)).
+    pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
+        if let Some(progress) = &self.progress
+            && progress.refresh_on == crate::RefreshOn::Auto
+        {
+            progress.beat();
+        }
+        let value = Value::new(value);
+        for sink in self.run.sinks() {
+            sink.push(StreamMode::Custom, value.clone());
+        }
+    }
+
+    /// In an error handler (see [`PregelNode::set_error_handler`]): the
+    /// failure it answers. `None` in any other node.
+    pub fn failure(&self) -> Option<&NodeFailure> {
+        self.failure.as_deref()
+    }
+
+    /// Tells the node's idle timeout that the attempt is making progress
+    /// (LangGraph's `runtime.heartbeat()`); nothing without one.
+    pub fn heartbeat(&self) {
+        if let Some(progress) = &self.progress {
+            progress.beat();
+        }
+    }
+
+    /// The run's typed context, if it was given one of type `C`.
+    pub fn context<C: Any + Send + Sync>(&self) -> Option<&C> {
+        self.run.context.as_deref()?.downcast_ref::<C>()
+    }
+
+    /// The graph's long-term memory store (LangGraph's `runtime.store`),
+    /// if it was compiled with one; a subgraph without its own sees its
+    /// parent's.
+    pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
+        self.run.store.as_ref()
+    }
+
+    /// The options for running a subgraph inside this task: the same
+    /// context, and when the root run streams subgraphs, this task's
+    /// namespace (`node:task_id`) added to the chunks it forwards.
+    pub fn subgraph_options(&self) -> RunOptions {
+        let target = if self.run.child {
+            self.run.forward.as_ref()
+        } else if self.run.subgraphs {
+            Some(&self.run.sink)
+        } else {
+            None
+        };
+        let parent = match (&self.pad, &self.run.scope) {
+            (Some(pad), Some(scope)) => {
+                let mut parents = scope.parents.clone();
+                if let Some(id) = &pad.checkpoint {
+                    parents.insert(scope.checkpoint_ns.clone(), id.clone());
+                }
+                Some(ParentRun {
+                    scope: PersistScope {
+                        saver: scope.saver.clone(),
+                        checkpoint_ns: pad.namespace().to_owned(),
+                        durability: scope.durability,
+                        parents,
+                        nested: true,
+                    },
+                    resume: self.run.resume.clone(),
+                    answers: self.run.answers.clone(),
+                })
+            }
+            _ => None,
+        };
+        RunOptions {
+            nested: true,
+            parent,
+            // The root stream prints forwarded chunks.
+            print: StreamModes::NONE,
+            interrupt_before: None,
+            interrupt_after: None,
+            durability: crate::Durability::default(),
+            // The root run retries, not its subgraphs.
+            busy_retries: 0,
+            context: self.run.context.clone(),
+            store: self.run.store.clone(),
+            subgraphs: self.run.subgraphs,
+            forward: target.map(|sink| {
+                let mut namespace = sink.namespace.to_vec();
+                namespace.push(format!("{}:{}", self.node(), self.task_id()));
+                Forward {
+                    queue: sink.queue.clone(),
+                    modes: sink.modes,
+                    namespace: namespace.into(),
+                    seen: sink.seen.clone(),
+                }
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("node", &self.node())
+            .field("step", &self.step)
+            .field("task_id", &self.task_id())
+            .finish()
+    }
+}

@@ -1,0 +1,491 @@
+//! What every task of a run shares (`RunInfo`): the graph, the sinks its
+//! chunks go to, resume answers, the checkpoint scope; and the options a
+//! caller gives a run (`RunOptions`, `Durability`).
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use stategraph_core::{RunnableConfig, Value};
+
+use crate::chunk::{StreamChunk, StreamMode, StreamModes};
+use crate::queue::ChunkQueue;
+use crate::shape::GraphShape;
+
+/// Where a run's chunks go: a queue a stream drains, the modes it wants, the
+/// namespace its chunks carry and the channels its `values` and `updates`
+/// chunks show.
+#[derive(Clone)]
+pub(crate) struct Sink {
+    pub(crate) queue: Arc<ChunkQueue>,
+    pub(crate) modes: StreamModes,
+    pub(crate) namespace: crate::Namespace,
+    pub(crate) shown: crate::IoChannels,
+    /// The ids of the messages the `messages` mode has sent to the queue
+    /// (shared by every sink of one queue).
+    pub(crate) seen: crate::run_info::SeenMessages,
+    /// Whether only the run's last `values` chunk is wanted (`invoke`): the
+    /// loop then holds the values and sends one chunk when the run stops.
+    pub(crate) latest_only: bool,
+}
+
+impl Sink {
+    /// Whether `values`/`updates` chunks of this sink show `channel`.
+    pub(crate) fn shows(&self, channel: crate::ChannelId) -> bool {
+        match &self.shown {
+            crate::IoChannels::One(c) => *c == channel,
+            crate::IoChannels::Many(cs) => cs.contains(&channel),
+        }
+    }
+
+    pub(crate) fn wants(&self, mode: StreamMode) -> bool {
+        self.modes.contains(mode)
+    }
+
+    pub(crate) fn push(&self, mode: StreamMode, data: Value) {
+        if self.wants(mode) {
+            self.queue.push(StreamChunk {
+                namespace: self.namespace.clone(),
+                mode,
+                data,
+            });
+        }
+    }
+
+    pub(crate) fn has_pending(&self) -> bool {
+        self.queue.has_pending()
+    }
+}
+
+/// What every task of a run shares.
+pub(crate) struct RunInfo {
+    /// The names of the graph that runs.
+    pub(crate) shape: Arc<GraphShape>,
+    pub(crate) config: RunnableConfig,
+    /// The run's own stream.
+    pub(crate) sink: Sink,
+    /// The root stream, for a subgraph run streamed with `subgraphs`.
+    pub(crate) forward: Option<Sink>,
+    /// The modes some sink wants (asked at every step: one bit test).
+    pub(crate) modes: StreamModes,
+    pub(crate) seed: u64,
+    pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    /// The long-term memory store tasks see.
+    pub(crate) store: Option<stategraph_store::SharedStore>,
+    /// Whether subgraph chunks reach the root stream.
+    pub(crate) subgraphs: bool,
+    /// Whether this run is a subgraph of another run.
+    pub(crate) child: bool,
+    /// The single answer of a `Command { resume }`, taken by the first
+    /// interrupt that has no answer of its own (shared with subgraph runs).
+    pub(crate) resume: Arc<Mutex<Option<Value>>>,
+    /// Answers by interrupt id from `Command::resume_by_id` (shared with
+    /// subgraph runs).
+    pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
+    /// The interrupts the run stopped on (what `invoke` reports).
+    pub(crate) interrupts: Mutex<Vec<crate::Interrupt>>,
+    /// Where the run checkpoints, if it does.
+    pub(crate) scope: Option<PersistScope>,
+    /// The pending writes of the checkpoint a resumed run started from,
+    /// during its first step: functional tasks replay their results.
+    pub(crate) replay: Mutex<Option<Arc<[stategraph_checkpoint::PendingWrite]>>>,
+    /// Where the current step's task writes are saved, if they are.
+    pub(crate) saves: Mutex<Option<crate::run_info::WriteSender>>,
+    /// Exit durability: the current step's functional task results, kept
+    /// in case the step stops.
+    pub(crate) deferred: Mutex<Option<Vec<crate::run_info::TaskWrites>>>,
+}
+
+/// Answers keyed by interrupt id.
+pub(crate) type AnswerMap = serde_json::Map<String, serde_json::Value>;
+
+/// Where a run checkpoints: its saver, its checkpoint namespace (`""` for a
+/// root graph, `node:task_id` for a subgraph run inside that task), and the
+/// checkpoints of the runs it is nested in (LangGraph's metadata `parents`).
+#[derive(Clone)]
+pub(crate) struct PersistScope {
+    pub(crate) saver: stategraph_checkpoint::SharedSaver,
+    pub(crate) checkpoint_ns: String,
+    pub(crate) durability: crate::Durability,
+    pub(crate) parents: std::collections::BTreeMap<String, stategraph_core::CheckpointId>,
+    /// A subgraph run: it resumes its namespace's checkpoint when that has
+    /// unfinished tasks (its parent task is running again), whatever its
+    /// input.
+    pub(crate) nested: bool,
+}
+
+/// How a graph used as a subgraph checkpoints (LangGraph's subgraph
+/// `compile(checkpointer=None | True | False)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SubgraphCheckpoints {
+    /// With the parent's saver, under the parent task's namespace: its
+    /// state lives for one invocation (interrupts inside it resume). The
+    /// default (LangGraph's `None`).
+    #[default]
+    PerInvocation,
+    /// With the parent's saver, under the node's name: each invocation on
+    /// a thread continues the state of the previous one (`True`).
+    PerThread,
+    /// Never (`False`): interrupts inside it cannot be resumed.
+    Never,
+}
+
+impl PersistScope {
+    /// The scope of a subgraph run of a graph checkpointing as `mode`
+    /// inside a task whose run has the scope `parent`.
+    pub(crate) fn for_subgraph(parent: &PersistScope, mode: SubgraphCheckpoints) -> Option<Self> {
+        match mode {
+            SubgraphCheckpoints::PerInvocation => Some(parent.clone()),
+            SubgraphCheckpoints::PerThread => {
+                // `ns|node:task_id` → `ns|node`.
+                let namespace = parent
+                    .checkpoint_ns
+                    .rsplit_once(':')
+                    .map_or(parent.checkpoint_ns.as_str(), |(path, _)| path);
+                Some(Self {
+                    checkpoint_ns: namespace.to_owned(),
+                    ..parent.clone()
+                })
+            }
+            SubgraphCheckpoints::Never => None,
+        }
+    }
+}
+
+/// What a subgraph run takes from the task that runs it, when that task's
+/// run checkpoints.
+#[derive(Clone)]
+pub(crate) struct ParentRun {
+    pub(crate) scope: PersistScope,
+    pub(crate) resume: Arc<Mutex<Option<Value>>>,
+    pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
+}
+
+impl RunInfo {
+    /// A run's shared information; a subgraph run shares its parent's
+    /// resume answers and checkpoints under the parent task's namespace.
+    pub(crate) fn new(
+        shape: Arc<GraphShape>,
+        config: RunnableConfig,
+        sink: Sink,
+        forward: Option<Sink>,
+        options: &RunOptions,
+        scope: Option<PersistScope>,
+    ) -> Self {
+        let (resume, answers) = match &options.parent {
+            Some(parent) => (parent.resume.clone(), parent.answers.clone()),
+            None => (Arc::default(), Arc::default()),
+        };
+        let modes = forward
+            .as_ref()
+            .map_or(sink.modes, |forward| sink.modes.union(forward.modes));
+        Self {
+            shape,
+            config,
+            sink,
+            forward,
+            modes,
+            seed: stategraph_core::random_u64() >> 11,
+            context: options.context.clone(),
+            store: options.store.clone(),
+            subgraphs: options.subgraphs,
+            child: options.nested,
+            resume,
+            answers,
+            interrupts: Mutex::new(Vec::new()),
+            scope,
+            replay: Mutex::new(None),
+            saves: Mutex::new(None),
+            deferred: Mutex::new(None),
+        }
+    }
+
+    /// Starts keeping the step's functional task results (exit durability).
+    pub(crate) fn begin_deferred(&self) {
+        *self
+            .deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Vec::new());
+    }
+
+    /// The functional task results kept since `begin_deferred`.
+    pub(crate) fn end_deferred(&self) -> Vec<crate::run_info::TaskWrites> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn answers(&self) -> Option<Arc<AnswerMap>> {
+        self.answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_answers(&self, answers: Option<Arc<AnswerMap>>) {
+        *self
+            .answers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = answers;
+    }
+
+    pub(crate) fn set_replay(&self, writes: Option<Arc<[stategraph_checkpoint::PendingWrite]>>) {
+        *self
+            .replay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = writes;
+    }
+
+    pub(crate) fn set_saves(&self, saves: Option<crate::run_info::WriteSender>) {
+        *self
+            .saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = saves;
+    }
+
+    /// A pending write of the checkpoint a resumed run started from.
+    pub(crate) fn replayed(&self, task_id: &str, channel: &str) -> Option<Value> {
+        let replay = self
+            .replay
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()?;
+        replay
+            .iter()
+            .find(|w| w.task_id == task_id && w.channel == channel)
+            .map(|w| w.value.clone())
+    }
+
+    /// Sends writes to the current step's save pipeline (if it saves).
+    pub(crate) fn save_writes(
+        &self,
+        task_id: Arc<str>,
+        path: String,
+        writes: Vec<(String, Value)>,
+    ) {
+        if let Some(saves) = self
+            .saves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_ref()
+        {
+            // A closed pipeline has failed; its error ends the step.
+            let _ = saves.unbounded_send((task_id, path, writes));
+            return;
+        }
+        if let Some(kept) = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_mut()
+        {
+            kept.push((task_id, path, writes));
+        }
+    }
+
+    pub(crate) fn take_resume(&self) -> Option<Value> {
+        self.resume
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    pub(crate) fn set_resume(&self, value: Option<Value>) {
+        *self
+            .resume
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+    }
+
+    pub(crate) fn record_interrupts(&self, found: &[crate::Interrupt]) {
+        self.interrupts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend_from_slice(found);
+    }
+
+    pub(crate) fn interrupts(&self) -> Vec<crate::Interrupt> {
+        self.interrupts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The sinks a chunk of this run goes to.
+    pub(crate) fn sinks(&self) -> impl Iterator<Item = &Sink> {
+        std::iter::once(&self.sink).chain(self.forward.as_ref())
+    }
+
+    /// Whether any sink wants `mode`.
+    pub(crate) fn wants(&self, mode: StreamMode) -> bool {
+        self.modes.contains(mode)
+    }
+}
+
+/// Options of one run beyond its input and configuration.
+///
+/// ```
+/// use stategraph_pregel::RunOptions;
+///
+/// #[derive(Debug)]
+/// struct UserContext { user_id: String }
+///
+/// let options = RunOptions::new()
+///     .context(UserContext { user_id: "u-1".into() })
+///     .subgraphs(true);
+/// ```
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) subgraphs: bool,
+    pub(crate) forward: Option<Forward>,
+    // Set for the run of a subgraph inside a parent's task.
+    pub(crate) nested: bool,
+    pub(crate) durability: crate::Durability,
+    pub(crate) print: StreamModes,
+    pub(crate) interrupt_before: Option<Vec<String>>,
+    pub(crate) interrupt_after: Option<Vec<String>>,
+    // Set for a subgraph run inside a task of a checkpointing run.
+    pub(crate) parent: Option<ParentRun>,
+    // The store of the task a subgraph runs in.
+    pub(crate) store: Option<stategraph_store::SharedStore>,
+    // How many times `invoke` runs again after `ThreadBusy`.
+    pub(crate) busy_retries: u32,
+}
+
+/// Where a subgraph run forwards its chunks.
+#[derive(Clone)]
+pub(crate) struct Forward {
+    pub(crate) queue: Arc<ChunkQueue>,
+    pub(crate) modes: StreamModes,
+    pub(crate) namespace: crate::Namespace,
+    pub(crate) seen: crate::run_info::SeenMessages,
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("context", &self.context.is_some())
+            .field("subgraphs", &self.subgraphs)
+            .field("forwarded", &self.forward.is_some())
+            .field("durability", &self.durability)
+            .finish()
+    }
+}
+
+impl RunOptions {
+    /// No context, subgraph chunks not streamed.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A run-scoped, typed context that every node can read with
+    /// [`TaskContext::context`] (LangGraph's `context=` / `Runtime.context`).
+    #[must_use]
+    pub fn context<C: Any + Send + Sync>(mut self, context: C) -> Self {
+        self.context = Some(Arc::new(context));
+        self
+    }
+
+    /// Streams the chunks of subgraphs too, each with its namespace
+    /// (`["node:task_id", ...]`), as LangGraph's `subgraphs=True`.
+    #[must_use]
+    pub fn subgraphs(mut self, subgraphs: bool) -> Self {
+        self.subgraphs = subgraphs;
+        self
+    }
+
+    /// When a run of a graph with a checkpointer saves its checkpoints
+    /// (LangGraph's `durability`; default [`Durability::Async`](crate::Durability::Async)).
+    #[must_use]
+    pub fn durability(mut self, durability: crate::Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Waits and runs again on the thread's new head, up to `retries`
+    /// times, when the run finds its thread busy
+    /// ([`PregelError::ThreadBusy`](crate::PregelError::ThreadBusy): another
+    /// run or update moved the head first). The default is 0: the run
+    /// fails and the caller decides. Each retry sleeps a short random
+    /// pause (growing, at most 250 ms) first.
+    ///
+    /// Only the `invoke` methods retry; a stream's chunks are already
+    /// delivered, so it hands the error to its caller. A retried run runs
+    /// its nodes again: use it where a node's side effects may repeat.
+    #[must_use]
+    pub fn retry_when_busy(mut self, retries: u32) -> Self {
+        self.busy_retries = retries;
+        self
+    }
+
+    /// LangGraph's `print_mode`: chunks of these modes are printed as they
+    /// are produced (`[updates] {...}`, with `[graph=ns]` for subgraph
+    /// chunks), whether or not the run streams them. A library does not
+    /// write to stdout: each chunk is a `tracing` event at INFO level with
+    /// target `stategraph::print`, which any subscriber can show.
+    #[must_use]
+    pub fn print_modes(mut self, modes: impl Into<StreamModes>) -> Self {
+        self.print = modes.into();
+        self
+    }
+
+    /// Static breakpoints for this run (LangGraph's per-run
+    /// `interrupt_before`; `"*"`: any node), in place of the graph's.
+    #[must_use]
+    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_before = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Static breakpoints after nodes for this run (LangGraph's per-run
+    /// `interrupt_after`), in place of the graph's.
+    #[must_use]
+    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.interrupt_after = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// The ids of the messages one stream has carried or its tasks have read.
+pub(crate) type SeenMessages = Arc<Mutex<HashSet<String>>>;
+
+/// When a run with a checkpointer saves its checkpoints (LangGraph's
+/// `durability`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Each checkpoint is saved before the next step starts.
+    Sync,
+    /// Each checkpoint is saved while the next step runs (the default).
+    ///
+    /// Puts reach the saver in order: a put starts only after the previous
+    /// one succeeded, and runs concurrently with the next step's tasks. The
+    /// run waits for every put before it ends. A failed put fails the run at
+    /// the next step boundary and no later checkpoint is saved (no child is
+    /// ever stored after a parent that failed to save).
+    #[default]
+    Async,
+    /// Only the run's last checkpoint is saved, when the run ends (with a
+    /// result or an error); its parent is the checkpoint the run started
+    /// from. A crash loses the whole run.
+    Exit,
+}
+
+/// One task's writes to save: task id, task path, `(channel, value)` pairs.
+pub(crate) type TaskWrites = (Arc<str>, String, Vec<(String, Value)>);
+
+/// Where a run's tasks send their writes to be saved: task id, task path,
+/// `(channel, value)` pairs.
+pub(crate) type WriteSender = futures::channel::mpsc::UnboundedSender<TaskWrites>;
