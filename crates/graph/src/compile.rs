@@ -13,14 +13,12 @@ use std::sync::Arc;
 use stategraph_channels::{
     Channel, EphemeralValue, LastValueAfterFinish, NamedBarrierValue, NamedBarrierValueAfterFinish,
 };
-use stategraph_checkpoint::{CheckpointSaver, SharedSaver};
 use stategraph_core::{FxBuild, Value};
 use stategraph_pregel::{
-    ChannelId, ChannelValues, CommandGraph, Goto, IoSpec, NodeCache, NodeError, NodeFn, NodeOutput,
-    Pregel, PregelBuilder, PregelError, PregelNode, ReadKeys, Reads, SubgraphCheckpoints,
-    TaskContext, WriteContext, Writer, names,
+    ChannelId, ChannelValues, CommandGraph, CompileOptions, Goto, IoSpec, NodeError, NodeFn,
+    NodeOutput, Pregel, PregelBuilder, PregelError, PregelNode, ReadKeys, Reads, TaskContext,
+    WriteContext, Writer, names,
 };
-use stategraph_store::{SharedStore, Store};
 
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
@@ -51,13 +49,13 @@ impl StateGraph {
     /// What [`StateGraph::validate`] finds.
     pub fn compile_with(&self, options: CompileOptions) -> Result<CompiledStateGraph, GraphError> {
         let breakpoints: Vec<&str> = options
-            .interrupt_before
+            .interrupt_before_nodes()
             .iter()
-            .chain(&options.interrupt_after)
+            .chain(options.interrupt_after_nodes())
             .map(String::as_str)
             .collect();
         self.validate(&breakpoints)?;
-        let mut builder = options.pregel_builder();
+        let mut builder = Pregel::builder().options(options.clone());
         builder.reserve(
             self.schema.len() + self.nodes.len() + self.waiting_edges.len() + 2,
             self.nodes.len() + 1,
@@ -225,8 +223,10 @@ impl StateGraph {
             .input(START)
             .output(output)
             .stream_channels(IoSpec::Ids(state_ids));
-        let structure = crate::draw::GraphStructure::from_nodes(self, &declared)
-            .with_interrupts(&options.interrupt_before, &options.interrupt_after);
+        let structure = crate::draw::GraphStructure::from_nodes(self, &declared).with_interrupts(
+            options.interrupt_before_nodes(),
+            options.interrupt_after_nodes(),
+        );
         Ok(CompiledStateGraph::with_structure(
             builder.build()?,
             &declared,
@@ -279,140 +279,6 @@ fn add_managed(
         state.push(key.clone(), Value::from_json(kind.value(remaining_steps)));
     }
     state
-}
-
-/// Options of [`StateGraph::compile_with`].
-#[derive(Clone, Debug, Default)]
-pub struct CompileOptions {
-    name: Option<String>,
-    cache: Option<Arc<dyn NodeCache>>,
-    checkpointer: Option<SharedSaver>,
-    store: Option<SharedStore>,
-    debug: bool,
-    interrupt_before: Vec<String>,
-    interrupt_after: Vec<String>,
-    subgraph_checkpoints: SubgraphCheckpoints,
-}
-
-impl CompileOptions {
-    /// A Pregel builder set up with these options.
-    pub(crate) fn pregel_builder(&self) -> PregelBuilder {
-        let mut builder = Pregel::builder()
-            .name(self.name.as_deref().unwrap_or("LangGraph"))
-            .debug(self.debug)
-            .interrupt_before(self.interrupt_before.iter().cloned())
-            .interrupt_after(self.interrupt_after.iter().cloned())
-            .subgraph_checkpoints(self.subgraph_checkpoints);
-        if let Some(cache) = &self.cache {
-            builder = builder.cache(cache.clone());
-        }
-        if let Some(saver) = &self.checkpointer {
-            builder = builder.checkpointer(saver.clone());
-        }
-        if let Some(store) = &self.store {
-            builder = builder.store(store.clone());
-        }
-        builder
-    }
-
-    /// The defaults: graph name `LangGraph`, no cache, no checkpointer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The graph's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// The cache for nodes with a cache policy (LangGraph's `cache=`).
-    #[must_use]
-    pub fn cache(mut self, cache: impl NodeCache) -> Self {
-        self.cache = Some(Arc::new(cache));
-        self
-    }
-
-    /// Saves a checkpoint of every run through this saver (LangGraph's
-    /// `checkpointer=`): any [`CheckpointSaver`]. Runs then need a
-    /// `thread_id` in their config, and the state API
-    /// ([`CompiledStateGraph::get_state`](crate::CompiledStateGraph::get_state))
-    /// reads the saved checkpoints.
-    #[must_use]
-    pub fn checkpointer(self, saver: impl CheckpointSaver) -> Self {
-        self.shared_checkpointer(Arc::new(saver))
-    }
-
-    /// [`CompileOptions::checkpointer`] with a saver shared with other code.
-    #[must_use]
-    pub fn shared_checkpointer(mut self, saver: SharedSaver) -> Self {
-        self.checkpointer = Some(saver);
-        self
-    }
-
-    /// Gives every node the long-term memory `store` (LangGraph's
-    /// `compile(store=...)`): any [`Store`], read in a node with
-    /// [`TaskContext::store`](stategraph_pregel::TaskContext::store).
-    /// Subgraphs without a store of their own use it too.
-    #[must_use]
-    pub fn store(self, store: impl Store) -> Self {
-        self.shared_store(Arc::new(store))
-    }
-
-    /// [`CompileOptions::store`] with a store shared with other code.
-    #[must_use]
-    pub fn shared_store(mut self, store: SharedStore) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// LangGraph's `debug=True`: every run prints its `updates` and `values`
-    /// chunks as `tracing` events (target `stategraph::print`, INFO), whatever
-    /// modes it streams; see
-    /// [`RunOptions::print_modes`](stategraph_pregel::RunOptions::print_modes).
-    #[must_use]
-    pub fn debug(mut self, debug: bool) -> Self {
-        self.debug = debug;
-        self
-    }
-
-    /// Static breakpoints (LangGraph's `interrupt_before=`): runs stop
-    /// before a step that would run one of these nodes (`"*"`: any node) and
-    /// continue from there when resumed with no input
-    /// ([`Input::Resume`](stategraph_pregel::Input::Resume)). Needs a
-    /// checkpointer to resume. Unknown names fail `compile`.
-    #[must_use]
-    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// How this graph checkpoints when a graph with a checkpointer runs it
-    /// as a subgraph (LangGraph's subgraph `checkpointer=None | True |
-    /// False`): per invocation (the default), per thread, or never.
-    #[must_use]
-    pub fn subgraph_checkpoints(mut self, mode: SubgraphCheckpoints) -> Self {
-        self.subgraph_checkpoints = mode;
-        self
-    }
-
-    /// Static breakpoints after nodes (LangGraph's `interrupt_after=`): runs
-    /// stop after a step that ran one of these nodes, once its checkpoint is
-    /// saved.
-    #[must_use]
-    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
-        self
-    }
 }
 
 fn node_mut<'a>(

@@ -14,7 +14,6 @@ mod start;
 mod state;
 
 pub use builder::{NodeDefaults, NodeSpec, PathMap, StateGraph};
-pub use compile::CompileOptions;
 pub use compiled::CompiledStateGraph;
 pub use draw::{
     CurveStyle, DrawableGraph, GraphEdge, GraphNode, MermaidOptions, NodeData, NodeStyles,
@@ -27,6 +26,7 @@ pub use schema::Schema;
 pub use state::State;
 /// `#[derive(State)]`: see the [`State`](trait@State) trait.
 pub use stategraph_macros::State;
+pub use stategraph_pregel::CompileOptions;
 
 pub use stategraph_pregel::{
     CachePolicy, ChannelValues, Command, Durability, InMemoryCache, Interrupt, Interrupted,

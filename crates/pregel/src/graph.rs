@@ -16,6 +16,7 @@ use crate::command::Send;
 use crate::error::{PregelError, Result};
 use crate::names;
 use crate::node::{NodeFn, NodeOutput, PregelNode, ReadKeys, Reads, Writer, node_fn};
+use crate::options::CompileOptions;
 use crate::shape::{ChannelId, GraphShape, IoChannels, NameMap, NodeId};
 use std::any::Any;
 
@@ -156,17 +157,10 @@ pub struct PregelBuilder {
     channels: Vec<Arc<dyn Channel>>,
     nodes: Vec<(Arc<str>, PregelNode)>,
     node_positions: NameMap<Arc<str>, usize>,
-    cache: Option<Arc<dyn crate::NodeCache>>,
-    checkpointer: Option<SharedSaver>,
-    store: Option<stategraph_store::SharedStore>,
     input: Option<IoSpec>,
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
-    name: Option<String>,
-    debug: bool,
-    interrupt_before: Vec<String>,
-    interrupt_after: Vec<String>,
-    subgraph_checkpoints: crate::SubgraphCheckpoints,
+    options: CompileOptions,
 }
 
 /// Input or output channels by name.
@@ -337,79 +331,12 @@ impl PregelBuilder {
         self
     }
 
-    /// Caches the results of nodes that have a cache policy here.
+    /// Compiles the graph with these options (name, node cache,
+    /// checkpointer, store, static breakpoints, debug), replacing any
+    /// given before.
     #[must_use]
-    pub fn cache(mut self, cache: Arc<dyn crate::NodeCache>) -> Self {
-        self.cache = Some(cache);
-        self
-    }
-
-    /// Saves a checkpoint of every run through this saver (see
-    /// [`Durability`](crate::Durability)); runs then need a `thread_id`.
-    #[must_use]
-    pub fn checkpointer(mut self, saver: SharedSaver) -> Self {
-        self.checkpointer = Some(saver);
-        self
-    }
-
-    /// Gives every task the long-term memory `store` (LangGraph's
-    /// `compile(store=...)`), read with [`TaskContext::store`](crate::TaskContext::store);
-    /// subgraphs without a store of their own use it too.
-    #[must_use]
-    pub fn store(mut self, store: stategraph_store::SharedStore) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// Sets the graph's name.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// LangGraph's `debug=True`: every run prints its `updates` and `values`
-    /// chunks (see [`RunOptions::print_modes`](crate::RunOptions::print_modes)),
-    /// whatever modes it streams.
-    #[must_use]
-    pub fn debug(mut self, debug: bool) -> Self {
-        self.debug = debug;
-        self
-    }
-
-    /// Static breakpoints (LangGraph's `interrupt_before`): a run stops
-    /// before a step that would run one of these nodes (`"*"`: any node),
-    /// and resumes from there with [`Input::Resume`](crate::Input::Resume).
-    /// A run's own list ([`RunOptions::interrupt_before`](crate::RunOptions::interrupt_before))
-    /// replaces this one.
-    #[must_use]
-    pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// How this graph checkpoints when it runs as a subgraph of a graph
-    /// with a checkpointer (default: per invocation).
-    #[must_use]
-    pub fn subgraph_checkpoints(mut self, mode: crate::SubgraphCheckpoints) -> Self {
-        self.subgraph_checkpoints = mode;
-        self
-    }
-
-    /// Static breakpoints after these nodes (LangGraph's `interrupt_after`):
-    /// a run stops after a step that ran one of them, once its checkpoint is
-    /// saved.
-    #[must_use]
-    pub fn interrupt_after<I, S>(mut self, nodes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
+    pub fn options(mut self, options: CompileOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -442,7 +369,12 @@ impl PregelBuilder {
             Some(id) => id,
             None => self.add_channel(names::TASKS, Topic::<Send>::new())?,
         };
-        for node in self.interrupt_before.iter().chain(&self.interrupt_after) {
+        for node in self
+            .options
+            .interrupt_before
+            .iter()
+            .chain(&self.options.interrupt_after)
+        {
             if node != "*" && !self.node_positions.contains_key(node.as_str()) {
                 return Err(PregelError::InvalidGraph(format!(
                     "interrupt node {node:?} is not a node of the graph"
@@ -598,14 +530,14 @@ impl PregelBuilder {
                 takes_empty_updates,
                 holding_null,
                 none_updates: std::sync::OnceLock::new(),
-                cache: self.cache.take(),
-                checkpointer: self.checkpointer.take(),
-                store: self.store.take(),
-                name: self.name.unwrap_or_else(|| "LangGraph".to_owned()),
-                debug: self.debug,
-                interrupt_before: self.interrupt_before,
-                interrupt_after: self.interrupt_after,
-                subgraph_checkpoints: self.subgraph_checkpoints,
+                name: self.options.graph_name().to_owned(),
+                cache: self.options.cache,
+                checkpointer: self.options.checkpointer,
+                store: self.options.store,
+                debug: self.options.debug,
+                interrupt_before: self.options.interrupt_before,
+                interrupt_after: self.options.interrupt_after,
+                subgraph_checkpoints: self.options.subgraph_checkpoints,
             }),
         })
     }

@@ -11,6 +11,7 @@ mod graph;
 mod interrupt;
 pub mod names;
 mod node;
+mod options;
 mod queue;
 mod retry;
 mod run;
@@ -35,6 +36,7 @@ pub use node::{
     FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads,
     WriteContext, Writer, node_fn, node_future,
 };
+pub use options::CompileOptions;
 pub use retry::{RetryOn, RetryPolicy};
 pub use run::{DEFAULT_RECURSION_LIMIT, PregelTask, RunStream, StateSnapshot, StateUpdate};
 pub use run_info::{Durability, RunOptions, SubgraphCheckpoints};

@@ -99,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     let app = graph.compile()?;
 
     let subjects = ["cat", "duck", "robot"].map(String::from).to_vec();
-    let input: StateValues = RoomUpdate::default().subjects(subjects).into();
+    let input: ChannelValues = RoomUpdate::default().subjects(subjects).into();
     // `updates`: what each node wrote, as it finishes; `values`: the whole
     // state after each step (the last one is the final state).
     let modes = StreamMode::Updates | StreamMode::Values;
@@ -116,7 +116,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
-    let values = last.map(Value::decode::<StateValues>).transpose()?;
+    let values = last.map(Value::decode::<ChannelValues>).transpose()?;
     let room: Room = Room::view(&values.unwrap_or_default())?.into();
     println!("\nafter {} reviews, {}:", room.reviews, room.verdict);
     for joke in &room.jokes {
