@@ -77,6 +77,9 @@ pub(crate) struct CompiledGraph {
     pub(crate) interrupt_after: Vec<String>,
     // How this graph checkpoints when it runs as a subgraph.
     pub(crate) subgraph_checkpoints: crate::SubgraphCheckpoints,
+    // Per node: its trigger channels' names, sorted (task ids hash them);
+    // made on first use, so graphs that never checkpoint do not pay.
+    sorted_triggers: std::sync::OnceLock<Vec<Arc<[Arc<str>]>>>,
 }
 
 impl CompiledGraph {
@@ -86,6 +89,25 @@ impl CompiledGraph {
     }
 
     /// `node`'s `{node: None}` updates chunk.
+    /// The names of `node`'s trigger channels, sorted.
+    pub(crate) fn sorted_triggers(&self, node: NodeId) -> &Arc<[Arc<str>]> {
+        let all = self.sorted_triggers.get_or_init(|| {
+            self.nodes
+                .iter()
+                .map(|node| {
+                    let mut names: Vec<Arc<str>> = node
+                        .triggers
+                        .iter()
+                        .map(|c| self.shape.channel_name_arc(*c))
+                        .collect();
+                    names.sort();
+                    names.into()
+                })
+                .collect()
+        });
+        &all[node]
+    }
+
     pub(crate) fn none_update(&self, node: NodeId) -> &stategraph_core::Value {
         let all = self.none_updates.get_or_init(|| {
             self.shape
@@ -494,22 +516,9 @@ impl PregelBuilder {
         for channel in read_sets.iter().flatten() {
             in_read_set[*channel] = true;
         }
-        let mut shape = self.shape;
-        shape.sorted_triggers = nodes
-            .iter()
-            .map(|(_, node)| {
-                let mut names: Vec<Arc<str>> = node
-                    .triggers
-                    .iter()
-                    .map(|c| shape.channel_name_arc(*c))
-                    .collect();
-                names.sort();
-                names.into()
-            })
-            .collect();
         Ok(Pregel {
             inner: Arc::new(CompiledGraph {
-                shape: Arc::new(shape),
+                shape: Arc::new(self.shape),
                 channels: self.channels,
                 nodes: nodes.into_iter().map(|(_, node)| node).collect(),
                 trigger_start,
@@ -538,6 +547,7 @@ impl PregelBuilder {
                 interrupt_before: self.options.interrupt_before,
                 interrupt_after: self.options.interrupt_after,
                 subgraph_checkpoints: self.options.subgraph_checkpoints,
+                sorted_triggers: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -22,8 +22,6 @@ pub struct GraphShape {
     pub(crate) node_index: NameMap<Arc<str>, NodeId>,
     // Position in which each node (by id) was added to the builder.
     pub(crate) node_declared: Vec<usize>,
-    // Per node: its trigger channels' names, sorted (task ids hash them).
-    pub(crate) sorted_triggers: Vec<Box<[Arc<str>]>>,
 }
 
 impl GraphShape {
@@ -66,11 +64,6 @@ impl GraphShape {
     /// lists the tasks planned from a stored checkpoint in this order.
     pub fn node_declared(&self, id: NodeId) -> usize {
         self.node_declared[id]
-    }
-
-    /// The names of a node's trigger channels, sorted.
-    pub(crate) fn sorted_triggers(&self, node: NodeId) -> &[Arc<str>] {
-        &self.sorted_triggers[node]
     }
 }
 

@@ -223,6 +223,15 @@ pub(crate) struct TaskIdentity {
     pub(crate) namespace: String,
 }
 
+/// The task path part of a task id's inputs.
+#[derive(Clone)]
+pub(crate) enum IdPath {
+    /// A pull task: its trigger channels' names, sorted.
+    Pull(Arc<[Arc<str>]>),
+    /// A push (or update) task: its index.
+    Push(usize),
+}
+
 /// What a task's id is computed from (see [`checkpoint_task_id`]).
 #[derive(Clone)]
 pub(crate) struct TaskIdInputs {
@@ -233,8 +242,8 @@ pub(crate) struct TaskIdInputs {
     pub(crate) step: i64,
     pub(crate) shape: Arc<GraphShape>,
     pub(crate) node: crate::NodeId,
-    /// `None` for a pull task, else its `Send` (or update) index.
-    pub(crate) push: Option<usize>,
+    /// A pull task's sorted trigger names, else its `Send` (or update) index.
+    pub(crate) path: IdPath,
 }
 
 impl TaskIdInputs {
@@ -247,9 +256,9 @@ impl TaskIdInputs {
             namespace.push('|');
         }
         namespace.push_str(name);
-        let kind = match self.push {
-            None => TaskIdPath::Pull(self.shape.sorted_triggers(self.node)),
-            Some(index) => TaskIdPath::Push(index),
+        let kind = match &self.path {
+            IdPath::Pull(triggers) => TaskIdPath::Pull(triggers),
+            IdPath::Push(index) => TaskIdPath::Push(*index),
         };
         let task_id = checkpoint_task_id(&self.checkpoint, &namespace, self.step, name, kind);
         namespace.push(':');

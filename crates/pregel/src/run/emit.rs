@@ -65,7 +65,7 @@ impl PregelLoop {
         match task.path {
             TaskPath::Push(_) => vec![Arc::from(names::PUSH)],
             TaskPath::Update(_) => vec![Arc::from(names::INTERRUPT)],
-            TaskPath::Pull(_) => self.graph.shape.sorted_triggers(task.node).to_vec(),
+            TaskPath::Pull(_) => self.graph.sorted_triggers(task.node).to_vec(),
         }
     }
 

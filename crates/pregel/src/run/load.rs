@@ -12,7 +12,7 @@ use crate::interrupt::Interrupt;
 use crate::names;
 use crate::scratchpad::Scratchpad;
 use crate::shape::ChannelId;
-use crate::task_id::TaskIdInputs;
+use crate::task_id::{IdPath, TaskIdInputs};
 use stategraph_checkpoint::Checkpoint;
 use stategraph_checkpoint::CheckpointConfig;
 use stategraph_checkpoint::CheckpointSaver;
@@ -98,9 +98,9 @@ impl PregelLoop {
                 step: self.step,
                 shape: graph.shape.clone(),
                 node: task.node,
-                push: match task.path {
-                    TaskPath::Pull(_) => None,
-                    TaskPath::Push(index) | TaskPath::Update(index) => Some(index),
+                path: match task.path {
+                    TaskPath::Pull(_) => IdPath::Pull(graph.sorted_triggers(task.node).clone()),
+                    TaskPath::Push(index) | TaskPath::Update(index) => IdPath::Push(index),
                 },
             };
             let task_path = task_path(&task.path, graph.shape.node_name(task.node));
