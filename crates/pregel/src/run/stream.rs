@@ -302,12 +302,7 @@ impl Stream for RunStream {
             let Some(run) = this.run.as_mut() else {
                 return Poll::Ready(this.error.take().map(Err));
             };
-            // Chunks sent from inside this poll, on this thread, skip the
-            // queue's lock (see `ChunkQueue::polling`).
-            match this
-                .queue
-                .polling(&mut this.taken, || run.as_mut().poll(cx))
-            {
+            match run.as_mut().poll(cx) {
                 Poll::Ready(result) => {
                     this.run = None;
                     this.error = result.err();
