@@ -7,7 +7,7 @@ use serde::Serialize;
 use stategraph_core::Value;
 
 use super::pregel_loop::PregelLoop;
-use super::task::{Task, TaskPath, TaskResult, TaskStart, discard};
+use super::task::{Task, TaskPath, TaskResult, TaskStart};
 use crate::channel_values::ChannelValues;
 use crate::chunk::{NodeUpdate, StreamMode, UpdatePayload};
 use crate::error::Result;
@@ -114,9 +114,7 @@ impl PregelLoop {
             task.fresh = std::mem::replace(&mut *reads, spare);
         }
         drop(reads);
-        discard(std::mem::replace(&mut task.writes, writes), |old| {
-            old.capacity() == 0
-        });
+        task.writes = writes;
         if self.graph.caches_writes_of(task.node) {
             self.store_cached_writes(task);
         }

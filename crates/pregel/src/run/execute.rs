@@ -13,7 +13,7 @@ use stategraph_llm::observe::observe;
 use super::checkpointing::{WritesTarget, save_pipeline};
 use super::input::passthrough;
 use super::pregel_loop::PregelLoop;
-use super::task::{FreshCopy, Outcome, Task, TaskResult, discard, fill_task_context};
+use super::task::{FreshCopy, Outcome, Task, TaskResult, fill_task_context};
 use crate::channel_values::ChannelValues;
 use crate::chunk::{NodeUpdate, StreamMode, UpdatePayload};
 use crate::context::TaskContext;
@@ -266,7 +266,6 @@ impl PregelLoop {
         let error = match result {
             Ok(output) => {
                 self.finish_task(task, &output)?;
-                discard(output, |output| matches!(output, NodeOutput::None));
                 if self.persist.is_some() {
                     self.record_outcome(task, Outcome::Wrote, saves);
                 }

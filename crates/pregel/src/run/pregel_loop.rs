@@ -275,9 +275,7 @@ impl PregelLoop {
             self.forget_inputs_of_written(&tasks);
             updated = self.apply_writes(&mut tasks)?;
             let stop_after = self.breakpoint(&self.after, tasks.iter().map(|t| t.node));
-            while let Some(task) = tasks.pop() {
-                task.discard();
-            }
+            tasks.clear();
             self.task_buf.put(tasks);
             self.emit_values(&updated);
             if self.persist.is_some() {

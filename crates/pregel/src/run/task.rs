@@ -64,26 +64,6 @@ impl Task {
         }
     }
 
-    /// Drops a finished task. Its lists went to the step's pools, and what
-    /// is left owns nothing in the usual step, which then costs no call.
-    pub(super) fn discard(self) {
-        let Self {
-            input,
-            writes,
-            pad,
-            outcome,
-            messages,
-            fresh,
-            ..
-        } = self;
-        discard(input, Option::is_none);
-        discard(writes, |writes| writes.capacity() == 0);
-        discard(pad, Option::is_none);
-        discard(outcome, Option::is_none);
-        discard(messages, Option::is_none);
-        discard(fresh, |fresh| fresh.capacity() == 0);
-    }
-
     /// The pseudo-task that carries a run's input writes.
     pub(super) fn input(writes: Vec<(ChannelId, Value)>) -> Self {
         Self {
@@ -129,16 +109,6 @@ pub(super) struct FreshCopy {
     // The channel with the writes applied; `None` once a lent channel has
     // them applied in place (`PregelLoop::lend_fresh_reads`).
     pub(super) copy: Option<Box<dyn stategraph_channels::Channel>>,
-}
-
-/// Drops `value`, skipping its drop glue (an out-of-line call even when
-/// there is nothing to free) when `owns_nothing` says it holds no resource:
-/// for the empty lists and outputs every superstep drops.
-#[inline(always)]
-pub(super) fn discard<T>(value: T, owns_nothing: impl FnOnce(&T) -> bool) {
-    if owns_nothing(&value) {
-        std::mem::forget(value);
-    }
 }
 
 /// A buffer a step takes and gives back, so the next step reuses its
