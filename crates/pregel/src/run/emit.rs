@@ -97,7 +97,7 @@ impl PregelLoop {
             node: name,
             remaining_steps: self.stop - self.step,
         };
-        let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
+        let mut writes = Vec::new();
         {
             // Left by a writer that failed; usually empty.
             let mut reads = self.fresh_reads.borrow_mut();
@@ -110,8 +110,7 @@ impl PregelLoop {
         }
         let mut reads = self.fresh_reads.borrow_mut();
         if !reads.is_empty() {
-            let spare = self.fresh_pool.borrow_mut().pop().unwrap_or_default();
-            task.fresh = std::mem::replace(&mut *reads, spare);
+            task.fresh = std::mem::take(&mut *reads);
         }
         drop(reads);
         task.writes = writes;
