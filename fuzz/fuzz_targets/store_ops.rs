@@ -27,7 +27,7 @@ use stategraph_checkpoint_sqlite::SqliteStore;
 use stategraph_llm::HashEmbeddings;
 use stategraph_store::{
     Clock, InMemoryStore, IndexConfig, IndexFields, ListNamespacesOp, Namespace, PutOp, SearchOp,
-    Store, StoreError, Ttl, TtlConfig,
+    Store, StoreError, StoreOptions, Ttl, TtlConfig,
 };
 
 /// One operation of the input.
@@ -189,21 +189,18 @@ fuzz_target!(|input: &[u8]| {
     };
     let ops: Vec<Op> = ops.iter().filter_map(read).collect();
     let clock: Clock = Arc::new(frozen);
-    let index = || {
-        IndexConfig::new(8, HashEmbeddings::new(8)).with_fields(["text", "tags[*]", "doc.title"])
-    };
-    let ttl = TtlConfig::default().with_omit_expired(true);
+    let index =
+        IndexConfig::new(8, HashEmbeddings::new(8)).with_fields(["text", "tags[*]", "doc.title"]);
+    let options = StoreOptions::new()
+        .with_index(index)
+        .with_ttl(TtlConfig::default().with_omit_expired(true))
+        .with_clock(clock);
     stategraph_fuzz::runtime().block_on(async {
-        let memory = InMemoryStore::new()
-            .with_index(index())
-            .with_ttl(ttl)
-            .with_clock(clock.clone());
+        let memory = InMemoryStore::new().with_options(options.clone());
         let sqlite = SqliteStore::in_memory()
             .await
             .expect("an in-memory SQLite store opens")
-            .with_index(index())
-            .with_ttl(ttl)
-            .with_clock(clock);
+            .with_options(options);
         for op in &ops {
             let expected = run(&memory, op).await;
             let found = run(&sqlite, op).await;

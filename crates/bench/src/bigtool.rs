@@ -17,7 +17,7 @@ use stategraph_graph::{ChannelValues, CompileOptions};
 use stategraph_llm::{
     AiMessage, FnTool, HashEmbeddings, Message, ScriptedChatModel, ToolCall, ToolError,
 };
-use stategraph_store::{InMemoryStore, IndexConfig, SearchOp, Store};
+use stategraph_store::{InMemoryStore, IndexConfig, SearchOp, Store, StoreOptions};
 
 use crate::graphs::{run_updates, runtime};
 use crate::{Outcome, Runner, Workload};
@@ -69,8 +69,8 @@ fn registry(count: usize) -> ToolRegistry {
 
 /// A store indexing the registry's descriptions (384-dimension hashes).
 fn indexed(rt: &tokio::runtime::Runtime, registry: &ToolRegistry) -> InMemoryStore {
-    let store = InMemoryStore::new()
-        .with_index(IndexConfig::new(384, HashEmbeddings::new(384)).with_fields(["description"]));
+    let index = IndexConfig::new(384, HashEmbeddings::new(384)).with_fields(["description"]);
+    let store = InMemoryStore::new().with_options(StoreOptions::new().with_index(index));
     rt.block_on(registry.index(&store, &["tools"]))
         .unwrap_or_else(|err| panic!("cannot index the tools: {err}"));
     store

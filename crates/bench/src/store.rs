@@ -7,7 +7,9 @@ use stategraph_checkpoint_postgres::bench_baseline::RawStore as PgRawStore;
 use stategraph_checkpoint_sqlite::SqliteStore;
 use stategraph_checkpoint_sqlite::bench_baseline::{RawItem, RawStore};
 use stategraph_llm::HashEmbeddings;
-use stategraph_store::{InMemoryStore, IndexConfig, Op, PutOp, SearchOp, SharedStore, Store, ns};
+use stategraph_store::{
+    InMemoryStore, IndexConfig, Op, PutOp, SearchOp, SharedStore, Store, StoreOptions, ns,
+};
 use tokio::runtime::Runtime;
 
 use crate::{Outcome, Runner, Workload};
@@ -108,8 +110,8 @@ const POSTGRES_URL: &str = "STATEGRAPH_TEST_POSTGRES_URL";
 /// A store backend the workloads run on.
 trait Backend {
     /// A fresh store (an empty namespace root of its own for a database
-    /// that outlives the run), with `index` if given.
-    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore;
+    /// that outlives the run), with `options`.
+    fn open(runtime: &Runtime, options: StoreOptions) -> SharedStore;
 }
 
 struct Memory;
@@ -117,16 +119,13 @@ struct Sqlite;
 struct Postgres;
 
 impl Backend for Memory {
-    fn open(_: &Runtime, index: Option<IndexConfig>) -> SharedStore {
-        match index {
-            Some(index) => InMemoryStore::new().with_index(index).into_shared(),
-            None => InMemoryStore::new().into_shared(),
-        }
+    fn open(_: &Runtime, options: StoreOptions) -> SharedStore {
+        InMemoryStore::new().with_options(options).into_shared()
     }
 }
 
 impl Backend for Sqlite {
-    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore {
+    fn open(runtime: &Runtime, options: StoreOptions) -> SharedStore {
         let path = std::env::temp_dir().join(format!(
             "stategraph-bench-store-{}-{}.db",
             std::process::id(),
@@ -135,15 +134,12 @@ impl Backend for Sqlite {
         let store = runtime
             .block_on(SqliteStore::open(&path))
             .unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()));
-        match index {
-            Some(index) => store.with_index(index).into_shared(),
-            None => store.into_shared(),
-        }
+        store.with_options(options).into_shared()
     }
 }
 
 impl Backend for Postgres {
-    fn open(runtime: &Runtime, index: Option<IndexConfig>) -> SharedStore {
+    fn open(runtime: &Runtime, options: StoreOptions) -> SharedStore {
         let url = std::env::var(POSTGRES_URL).unwrap_or_default();
         let store = runtime.block_on(async {
             let store = PostgresStore::connect(&url).await?;
@@ -151,10 +147,7 @@ impl Backend for Postgres {
             Ok::<_, stategraph_store::StoreError>(store)
         });
         let store = store.unwrap_or_else(|err| panic!("cannot open the PostgreSQL store: {err}"));
-        match index {
-            Some(index) => store.with_index(index).into_shared(),
-            None => store.into_shared(),
-        }
+        store.with_options(options).into_shared()
     }
 }
 
@@ -166,7 +159,7 @@ fn root() -> String {
 
 fn put_1000<B: Backend>() -> Runner {
     let runtime = runtime();
-    let store = B::open(&runtime, None);
+    let store = B::open(&runtime, StoreOptions::new());
     Box::new(move || {
         runtime.block_on(put_items(&store, &root(), ITEMS));
         Outcome {
@@ -178,7 +171,7 @@ fn put_1000<B: Backend>() -> Runner {
 
 fn get_1000<B: Backend>() -> Runner {
     let runtime = runtime();
-    let store = B::open(&runtime, None);
+    let store = B::open(&runtime, StoreOptions::new());
     let root = root();
     runtime.block_on(put_items(&store, &root, ITEMS));
     Box::new(move || {
@@ -199,7 +192,7 @@ fn get_1000<B: Backend>() -> Runner {
 
 fn search_filter_1000<B: Backend>() -> Runner {
     let runtime = runtime();
-    let store = B::open(&runtime, None);
+    let store = B::open(&runtime, StoreOptions::new());
     let root = root();
     runtime.block_on(put_items(&store, &root, ITEMS));
     Box::new(move || {
@@ -218,7 +211,7 @@ fn search_filter_1000<B: Backend>() -> Runner {
 fn semantic_search_10k<B: Backend>() -> Runner {
     let runtime = runtime();
     let index = IndexConfig::new(DIMS, HashEmbeddings::new(DIMS)).with_fields(["text"]);
-    let store = B::open(&runtime, Some(index));
+    let store = B::open(&runtime, StoreOptions::new().with_index(index));
     let root = root();
     runtime.block_on(put_items(&store, &root, SEMANTIC_ITEMS));
     Box::new(move || {

@@ -9,98 +9,16 @@ use chrono::{DateTime, Utc};
 use crate::index::{NormedQuery, NormedVector};
 use crate::query::{by_score, has_prefix, list_namespaces};
 use crate::{
-    Filter, IndexConfig, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
-    StoreCapabilities, StoreError, Ttl, refuse_deep_values, validate_key, validate_namespace,
+    Filter, Item, Namespace, Op, OpResult, PutOp, Result, SearchItem, SearchOp, Store,
+    StoreCapabilities, StoreOptions, TtlConfig, refuse_deep_values, validate_key,
+    validate_namespace,
 };
 
-/// Where a store reads the time (tests pass a clock they move by hand).
-pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
-
-/// Expiry of items (LangGraph's `TTLConfig`); times in minutes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct TtlConfig {
-    /// The TTL of puts that do not give one; `None`: they never expire.
-    pub default_ttl: Option<f64>,
-    /// Whether reads (get, search) with `refresh_ttl` extend the TTL of
-    /// what they return. Default `true`.
-    pub refresh_on_read: bool,
-    /// How often a started sweeper deletes expired items.
-    pub sweep_interval_minutes: Option<f64>,
-    /// Whether expired items not yet swept are hidden from reads. Default
-    /// `false` (LangGraph's default: they are returned until swept).
-    pub omit_expired: bool,
-}
-
-impl Default for TtlConfig {
-    fn default() -> Self {
-        Self {
-            default_ttl: None,
-            refresh_on_read: true,
-            sweep_interval_minutes: None,
-            omit_expired: false,
-        }
-    }
-}
-
-impl TtlConfig {
-    /// Puts live `minutes` unless they say otherwise.
-    #[must_use]
-    pub fn with_default_ttl(mut self, minutes: f64) -> Self {
-        self.default_ttl = Some(minutes);
-        self
-    }
-
-    /// Sets whether reads extend TTLs.
-    #[must_use]
-    pub fn with_refresh_on_read(mut self, refresh: bool) -> Self {
-        self.refresh_on_read = refresh;
-        self
-    }
-
-    /// Sets whether expired, unswept items are hidden.
-    #[must_use]
-    pub fn with_omit_expired(mut self, omit: bool) -> Self {
-        self.omit_expired = omit;
-        self
-    }
-
-    /// Sets the sweeper's interval.
-    #[must_use]
-    pub fn with_sweep_interval(mut self, minutes: f64) -> Self {
-        self.sweep_interval_minutes = Some(minutes);
-        self
-    }
-
-    /// The TTL in minutes a put gets, or an error for a TTL on a store
-    /// without expiry.
-    ///
-    /// # Errors
-    /// [`StoreError::Unsupported`] when `config` is `None` and `ttl` asks
-    /// for minutes.
-    pub fn ttl_of(config: Option<&Self>, ttl: Ttl, store: &'static str) -> Result<Option<f64>> {
-        match (ttl, config) {
-            (Ttl::Never, _) | (Ttl::Default, None) => Ok(None),
-            (Ttl::Default, Some(config)) => Ok(config.default_ttl),
-            (Ttl::Minutes(minutes), Some(_)) => Ok(Some(minutes)),
-            (Ttl::Minutes(_), None) => Err(StoreError::Unsupported {
-                operation: "a TTL (configure the store with a TtlConfig)".into(),
-                store,
-            }),
-        }
-    }
-
-    /// When an item with `minutes` of TTL expires, counted from `now`.
-    pub fn deadline(now: DateTime<Utc>, minutes: f64) -> DateTime<Utc> {
-        let millis = (minutes * 60_000.0).clamp(0.0, 1.0e15) as i64;
-        now + chrono::Duration::milliseconds(millis)
-    }
-}
-
 /// A store in a map, for tests, notebooks and single-process apps: every
-/// operation of [`Store`], semantic search with an [`IndexConfig`]
+/// operation of [`Store`], semantic search with an [`IndexConfig`](crate::IndexConfig)
 /// (cosine similarity, each item scored by its best vector), and expiry
-/// with a [`TtlConfig`]. Cloning shares the map.
+/// with a [`TtlConfig`], both set with [`StoreOptions`]
+/// ([`with_options`](Self::with_options)). Cloning shares the map.
 ///
 /// ```
 /// use serde_json::json;
@@ -124,9 +42,7 @@ impl TtlConfig {
 #[derive(Clone)]
 pub struct InMemoryStore {
     entries: Arc<Mutex<BTreeMap<(Namespace, String), Entry>>>,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Clock,
+    options: StoreOptions,
 }
 
 #[derive(Clone, Debug)]
@@ -147,8 +63,8 @@ impl std::fmt::Debug for InMemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InMemoryStore")
             .field("items", &self.lock().len())
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
+            .field("index", &self.options.index)
+            .field("ttl", &self.options.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -169,45 +85,30 @@ struct Prepared {
 const NAME: &str = "InMemoryStore";
 
 impl InMemoryStore {
-    /// An empty store without index or expiry.
+    /// An empty store without index or expiry, on the system clock.
     pub fn new() -> Self {
         Self {
             entries: Arc::default(),
-            index: None,
-            ttl: None,
-            clock: Arc::new(Utc::now),
+            options: StoreOptions::new(),
         }
     }
 
-    /// Adds a semantic index.
+    /// The store with `options` (index, expiry, clock) in place of its
+    /// own.
     #[must_use]
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
+    pub fn with_options(mut self, options: StoreOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// Adds expiry.
-    #[must_use]
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` instead of the system clock.
-    #[must_use]
-    pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The index, if any.
-    pub fn index(&self) -> Option<&IndexConfig> {
-        self.index.as_ref()
+    /// The store's index, expiry and clock.
+    pub fn options(&self) -> &StoreOptions {
+        &self.options
     }
 
     /// Deletes every expired item; returns how many.
     pub fn sweep_expired(&self) -> usize {
-        let now = (self.clock)();
+        let now = self.options.now();
         let mut entries = self.lock();
         let before = entries.len();
         entries.retain(|_, entry| !entry.expired(now));
@@ -219,7 +120,7 @@ impl InMemoryStore {
     /// dropped or stopped. Needs a tokio runtime.
     pub fn start_sweeper(&self) -> Sweeper {
         let store = self.clone();
-        Sweeper::spawn(self.ttl.as_ref(), move || {
+        Sweeper::spawn(self.options.ttl.as_ref(), move || {
             let swept = store.sweep_expired();
             async move { Ok(swept) }
         })
@@ -227,14 +128,6 @@ impl InMemoryStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Namespace, String), Entry>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn omit_expired(&self) -> bool {
-        self.ttl.is_some_and(|ttl| ttl.omit_expired)
-    }
-
-    fn refreshes(&self, asked: bool) -> bool {
-        asked && self.ttl.is_some_and(|ttl| ttl.refresh_on_read)
     }
 
     /// Checks every op, embeds what the puts and queries need, all before
@@ -259,9 +152,9 @@ impl InMemoryStore {
                 Op::Put(op) => {
                     validate_namespace(&op.namespace)?;
                     validate_key(&op.key)?;
-                    let ttl = TtlConfig::ttl_of(self.ttl.as_ref(), op.ttl, NAME)?;
+                    let ttl = self.options.ttl_minutes(op.ttl, NAME)?;
                     let start = texts.len();
-                    if let (Some(index), Some(value)) = (&self.index, &op.value) {
+                    if let (Some(index), Some(value)) = (&self.options.index, &op.value) {
                         texts.extend(index.texts(value, &op.index));
                     }
                     spans.push(start..texts.len());
@@ -273,7 +166,7 @@ impl InMemoryStore {
                 }
                 Op::Search(search) => {
                     Filter::new(&search.filter)?;
-                    if let (Some(index), Some(text)) = (&self.index, &search.query) {
+                    if let (Some(index), Some(text)) = (&self.options.index, &search.query) {
                         query = Some(index.embed_query(text).await?);
                     }
                 }
@@ -282,7 +175,7 @@ impl InMemoryStore {
             puts.push(put);
             queries.push(query);
         }
-        if let Some(index) = &self.index {
+        if let Some(index) = &self.options.index {
             let mut vectors = index.embed(&texts).await?.into_iter();
             let mut spans = spans.into_iter();
             for put in puts.iter_mut().flatten() {
@@ -340,7 +233,7 @@ impl InMemoryStore {
     ) -> Result<Vec<SearchItem>> {
         let filter = Filter::new(&op.filter)?;
         let query = query.map(NormedQuery::new);
-        let omit = self.omit_expired();
+        let omit = self.options.omit_expired();
         // In address order (the map's): among equal scores the earlier
         // candidate is the one `result_order` puts first, so positions
         // break ties without comparing namespaces and keys.
@@ -373,7 +266,7 @@ impl InMemoryStore {
             .skip(op.offset)
             .map(|(score, at)| SearchItem::new(candidates[at].item.clone(), score))
             .collect();
-        if self.refreshes(op.refresh_ttl) {
+        if self.options.refreshes(op.refresh_ttl) {
             for found in &page {
                 let address = (found.item.namespace.clone(), found.item.key.clone());
                 if let Some(entry) = entries.get_mut(&address) {
@@ -524,8 +417,8 @@ impl Store for InMemoryStore {
     async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
         refuse_deep_values(&mut ops)?;
         let (puts, queries) = self.prepare(&mut ops).await?;
-        let now = (self.clock)();
-        let omit = self.omit_expired();
+        let now = self.options.now();
+        let omit = self.options.omit_expired();
         let mut entries = self.lock();
         // Reads see the store as it was before the batch.
         let mut results = Vec::with_capacity(ops.len());
@@ -533,7 +426,7 @@ impl Store for InMemoryStore {
             let result = match op {
                 Op::Get(get) => {
                     let address = (get.namespace.clone(), get.key.clone());
-                    let refresh_it = self.refreshes(get.refresh_ttl);
+                    let refresh_it = self.options.refreshes(get.refresh_ttl);
                     let found = entries
                         .get_mut(&address)
                         .filter(|e| !(omit && e.expired(now)));
@@ -567,10 +460,7 @@ impl Store for InMemoryStore {
     }
 
     fn capabilities(&self) -> StoreCapabilities {
-        StoreCapabilities {
-            vector_search: self.index.is_some(),
-            ttl: self.ttl.is_some(),
-        }
+        self.options.capabilities()
     }
 }
 

@@ -8,8 +8,8 @@
 use stategraph_core::JsonMap;
 
 use crate::{
-    Clock, Filter, IndexConfig, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result,
-    StoreError, TtlConfig, refuse_deep_values, validate_key, validate_namespace,
+    Clock, Filter, Item, ListNamespacesOp, MatchCondition, Namespace, Op, Result, StoreError,
+    StoreOptions, TtlConfig, refuse_deep_values, validate_key, validate_namespace,
 };
 use chrono::{DateTime, Utc};
 
@@ -275,18 +275,8 @@ pub struct BadVector(pub usize);
 pub struct Settings<'a> {
     /// The store's name, for errors.
     pub store: &'static str,
-    /// Its semantic index, if any.
-    pub index: Option<&'a IndexConfig>,
-    /// Its expiry, if any.
-    pub ttl: Option<&'a TtlConfig>,
-    /// Where it reads the time.
-    pub clock: &'a Clock,
-}
-
-impl Settings<'_> {
-    fn refreshes(&self, asked: bool) -> bool {
-        asked && self.ttl.is_some_and(|ttl| ttl.refresh_on_read)
-    }
+    /// Its index, expiry and clock.
+    pub options: &'a StoreOptions,
 }
 
 /// Checks every op and embeds what the puts and queries need (the puts'
@@ -310,7 +300,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
             Op::Get(get) => {
                 validate_namespace(&get.namespace)?;
                 validate_key(&get.key)?;
-                let refresh = settings.refreshes(get.refresh_ttl);
+                let refresh = settings.options.refreshes(get.refresh_ttl);
                 writes |= refresh;
                 Step::Get {
                     joined: join(&get.namespace),
@@ -322,11 +312,11 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
             Op::Put(put) => {
                 validate_namespace(&put.namespace)?;
                 validate_key(&put.key)?;
-                let ttl = TtlConfig::ttl_of(settings.ttl, put.ttl, settings.store)?;
+                let ttl = settings.options.ttl_minutes(put.ttl, settings.store)?;
                 writes = true;
                 let write = match &put.value {
                     Some(value) => {
-                        if let Some(index) = settings.index {
+                        if let Some(index) = &settings.options.index {
                             let start = texts.len();
                             texts.extend(index.texts(value, &put.index));
                             span = start..texts.len();
@@ -353,11 +343,11 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
             }
             Op::Search(search) => {
                 let filter = Filter::new(&search.filter)?;
-                let query = match (settings.index, &search.query) {
+                let query = match (&settings.options.index, &search.query) {
                     (Some(index), Some(text)) => Some(index.embed_query(text).await?),
                     _ => None,
                 };
-                let refresh = settings.refreshes(search.refresh_ttl);
+                let refresh = settings.options.refreshes(search.refresh_ttl);
                 writes |= refresh;
                 Step::Search {
                     range: PrefixRange::new(&search.namespace_prefix),
@@ -377,7 +367,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
         steps.push(step);
         spans.push(span);
     }
-    if let Some(index) = settings.index {
+    if let Some(index) = &settings.options.index {
         let mut vectors = index.embed(&texts).await?.into_iter();
         for (step, span) in steps.iter_mut().zip(spans) {
             if let Step::Put {
@@ -392,7 +382,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
             }
         }
     }
-    let (now, now_nanos) = read_clock(settings.clock, settings.store)?;
+    let (now, now_nanos) = read_clock(&settings.options.clock, settings.store)?;
     for step in &mut steps {
         if let Step::Put {
             write: Some(write), ..
@@ -405,7 +395,7 @@ pub async fn prepare(mut ops: Vec<Op>, settings: &Settings<'_>) -> Result<Plan> 
         steps,
         now,
         now_nanos,
-        omit_expired: settings.ttl.is_some_and(|ttl| ttl.omit_expired),
+        omit_expired: settings.options.omit_expired(),
         writes,
     })
 }

@@ -17,7 +17,7 @@ use anyhow::ensure;
 use serde_json::{Value as Json, json};
 use stategraph::llm::{AiMessage, FnTool, HashEmbeddings, ScriptedChatModel, ToolCall, ToolError};
 use stategraph::prelude::*;
-use stategraph::store::IndexConfig;
+use stategraph::store::{IndexConfig, StoreOptions};
 use stategraph_bigtool::{ToolRegistry, create_bigtool_agent};
 
 /// The operation families: name, what it does, how it computes.
@@ -62,8 +62,8 @@ fn catalogue() -> anyhow::Result<ToolRegistry> {
 async fn main() -> anyhow::Result<()> {
     let registry = catalogue()?;
     println!("catalogue: {} tools", registry.len());
-    let store = InMemoryStore::new()
-        .with_index(IndexConfig::new(256, HashEmbeddings::new(256)).with_fields(["description"]));
+    let index = IndexConfig::new(256, HashEmbeddings::new(256)).with_fields(["description"]);
+    let store = InMemoryStore::new().with_options(StoreOptions::new().with_index(index));
     registry.index(&store, &["tools"]).await?;
 
     // The scripted model: retrieve, call what was found, answer.

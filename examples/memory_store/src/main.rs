@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stategraph::llm::HashEmbeddings;
 use stategraph::prelude::*;
-use stategraph::store::{IndexConfig, ns};
+use stategraph::store::{IndexConfig, StoreOptions, ns};
 
 /// Where the PostgreSQL URL is read from.
 const URL_VAR: &str = "STATEGRAPH_POSTGRES_URL";
@@ -37,11 +37,12 @@ struct Turn {
     replies: Vec<String>,
 }
 
-/// The semantic index every store gets: memories are embedded by their
-/// `text` (a deterministic offline embedder; a real app would use an
-/// `OpenAiEmbeddings`).
-fn index() -> IndexConfig {
-    IndexConfig::new(256, HashEmbeddings::new(256)).with_fields(["text"])
+/// The options every store gets, a semantic index: memories are embedded
+/// by their `text` (a deterministic offline embedder; a real app would use
+/// an `OpenAiEmbeddings`).
+fn options() -> StoreOptions {
+    StoreOptions::new()
+        .with_index(IndexConfig::new(256, HashEmbeddings::new(256)).with_fields(["text"]))
 }
 
 /// The graph: one node that remembers or recalls through the store, under
@@ -144,7 +145,7 @@ async fn conversations(name: &str, store: SharedStore, root: &str) -> anyhow::Re
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let store = InMemoryStore::new().with_index(index()).into_shared();
+    let store = InMemoryStore::new().with_options(options()).into_shared();
     conversations("in-memory store", store, "memories").await?;
 
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
@@ -152,7 +153,7 @@ async fn main() -> anyhow::Result<()> {
     let sqlite = stategraph::checkpoint_sqlite::SqliteStore::open(&path).await?;
     conversations(
         "SQLite store",
-        sqlite.with_index(index()).into_shared(),
+        sqlite.with_options(options()).into_shared(),
         "memories",
     )
     .await?;
@@ -164,7 +165,7 @@ async fn main() -> anyhow::Result<()> {
             postgres.setup().await?;
             // A namespace root of its own per run: the database outlives it.
             let root = format!("memories-{stamp}");
-            let store = postgres.with_index(index()).into_shared();
+            let store = postgres.with_options(options()).into_shared();
             conversations("PostgreSQL store", store, &root).await?;
         }
         Err(_) => println!("PostgreSQL store: not run ({URL_VAR} is not set)"),

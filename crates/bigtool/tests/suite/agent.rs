@@ -12,7 +12,7 @@ use stategraph_graph::{CompileOptions, CompiledStateGraph};
 use stategraph_llm::{
     AiMessage, FnTool, HashEmbeddings, Message, ScriptedChatModel, SharedTool, ToolCall, ToolError,
 };
-use stategraph_store::{InMemoryStore, IndexConfig, ToolContextStore};
+use stategraph_store::{InMemoryStore, IndexConfig, StoreOptions, ToolContextStore};
 
 fn tool(name: &str) -> SharedTool {
     let name = name.to_owned();
@@ -48,8 +48,8 @@ fn registry(names: &[(&str, &str)]) -> ToolRegistry {
 }
 
 async fn indexed_store(registry: &ToolRegistry) -> InMemoryStore {
-    let store = InMemoryStore::new()
-        .with_index(IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"]));
+    let index = IndexConfig::new(64, HashEmbeddings::new(64)).with_fields(["description"]);
+    let store = InMemoryStore::new().with_options(StoreOptions::new().with_index(index));
     registry.index(&store, &["tools"]).await.unwrap();
     store
 }
@@ -379,7 +379,7 @@ async fn the_agent_persists_on_sqlite() {
     let store = SqliteStore::open(&db)
         .await
         .unwrap()
-        .with_index(hash_index());
+        .with_options(StoreOptions::new().with_index(hash_index()));
     registry(&[("a", "alpha"), ("b", "beta")])
         .index(&store, &["tools"])
         .await
@@ -388,7 +388,7 @@ async fn the_agent_persists_on_sqlite() {
         let store = SqliteStore::open(&db)
             .await
             .unwrap()
-            .with_index(hash_index());
+            .with_options(StoreOptions::new().with_index(hash_index()));
         CompileOptions::new()
             .store(store)
             .checkpointer(SqliteSaver::open(&db).unwrap())
@@ -415,7 +415,7 @@ async fn the_agent_persists_on_postgres() {
     let store = PostgresStore::connect(&url)
         .await
         .unwrap()
-        .with_index(hash_index());
+        .with_options(StoreOptions::new().with_index(hash_index()));
     store.setup().await.unwrap();
     // A thread of our own; indexing the same tools again is harmless.
     let unique = format!("{}", std::process::id());
@@ -427,7 +427,7 @@ async fn the_agent_persists_on_postgres() {
         let store = PostgresStore::connect(&url)
             .await
             .unwrap()
-            .with_index(hash_index());
+            .with_options(StoreOptions::new().with_index(hash_index()));
         CompileOptions::new()
             .store(store)
             .checkpointer(PostgresSaver::connect(&url).await.unwrap())

@@ -5,16 +5,12 @@ mod sql;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use futures::future::BoxFuture;
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::{Connection, PgConnection};
-use stategraph_store::{
-    Clock, IndexConfig, Op, OpResult, Result, Store, StoreCapabilities, StoreError, TtlConfig,
-};
+use stategraph_store::{Op, OpResult, Result, Store, StoreCapabilities, StoreError, StoreOptions};
 
 use crate::PostgresSaver;
 use crate::attempt::{self, DEADLINE_GRACE, Lent, Limits, Stop};
@@ -63,9 +59,7 @@ pub struct PostgresStore {
     pool: PgPool,
     prepared: bool,
     limits: Limits,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Clock,
+    options: StoreOptions,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -75,8 +69,8 @@ impl fmt::Debug for PostgresStore {
             .field("prepared_statements", &self.prepared)
             .field("max_attempts", &self.limits.max_attempts)
             .field("statement_timeout", &self.limits.statement_timeout)
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
+            .field("index", &self.options.index)
+            .field("ttl", &self.options.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -128,9 +122,7 @@ impl PostgresStore {
                 max_attempts: PostgresSaver::DEFAULT_MAX_ATTEMPTS,
                 statement_timeout: Some(PostgresSaver::DEFAULT_STATEMENT_TIMEOUT),
             },
-            index: None,
-            ttl: None,
-            clock: Arc::new(Utc::now),
+            options: StoreOptions::new(),
         }
     }
 
@@ -143,26 +135,19 @@ impl PostgresStore {
         store
     }
 
-    /// Adds a semantic index: puts embed the configured fields, searches
-    /// with a query rank by cosine similarity.
+    /// The store with `options` in place of its own: a semantic index
+    /// (puts embed the configured fields, searches with a query rank by
+    /// cosine similarity), expiry, and the clock (the system clock by
+    /// default).
     #[must_use]
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
+    pub fn with_options(mut self, options: StoreOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// Adds expiry.
-    #[must_use]
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` instead of the system clock.
-    #[must_use]
-    pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
+    /// The store's index, expiry and clock.
+    pub fn options(&self) -> &StoreOptions {
+        &self.options
     }
 
     /// Whether to use named, cached prepared statements (default `false`,
@@ -200,11 +185,6 @@ impl PostgresStore {
         self
     }
 
-    /// The index, if any.
-    pub fn index(&self) -> Option<&IndexConfig> {
-        self.index.as_ref()
-    }
-
     /// The pool the store uses.
     pub fn pool(&self) -> &PgPool {
         &self.pool
@@ -230,7 +210,7 @@ impl PostgresStore {
     /// stops when the handle is dropped or stopped. Needs a tokio runtime.
     pub fn start_sweeper(&self) -> stategraph_store::Sweeper {
         let store = self.clone();
-        stategraph_store::Sweeper::spawn(self.ttl.as_ref(), move || {
+        stategraph_store::Sweeper::spawn(self.options.ttl.as_ref(), move || {
             let store = store.clone();
             async move { store.sweep_expired().await }
         })
@@ -245,7 +225,7 @@ impl PostgresStore {
     /// committed stay deleted); [`StoreError::Unsupported`] for a clock
     /// outside the years 1677..2262.
     pub async fn sweep_expired(&self) -> Result<usize> {
-        let (_, now) = plan::read_clock(&self.clock, NAME)?;
+        let (_, now) = plan::read_clock(&self.options.clock, NAME)?;
         let mut swept = 0;
         loop {
             // Deleting expired rows again is harmless, so a lost COMMIT
@@ -358,9 +338,7 @@ impl Store for PostgresStore {
     async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         let settings = plan::Settings {
             store: NAME,
-            index: self.index.as_ref(),
-            ttl: self.ttl.as_ref(),
-            clock: &self.clock,
+            options: &self.options,
         };
         let plan = plan::prepare(ops, &settings).await?;
         if plan.steps.is_empty() {
@@ -402,10 +380,7 @@ impl Store for PostgresStore {
     }
 
     fn capabilities(&self) -> StoreCapabilities {
-        let mut capabilities = StoreCapabilities::default();
-        capabilities.vector_search = self.index.is_some();
-        capabilities.ttl = self.ttl.is_some();
-        capabilities
+        self.options.capabilities()
     }
 }
 

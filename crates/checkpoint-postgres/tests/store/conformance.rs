@@ -28,15 +28,8 @@ mod postgres {
             let schema = common::Schema::create(&url).await;
             let store = PostgresStore::from_pool(schema.pool(4, None).await)
                 .with_prepared_statements(self.prepared)
-                .with_clock(options.clock);
+                .with_options(options);
             store.setup().await.unwrap();
-            let mut store = store;
-            if let Some(index) = options.index {
-                store = store.with_index(index);
-            }
-            if let Some(ttl) = options.ttl {
-                store = store.with_ttl(ttl);
-            }
             store
         }
 

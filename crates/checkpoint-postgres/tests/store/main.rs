@@ -25,24 +25,11 @@ use stategraph_checkpoint_postgres::{PostgresSaver, PostgresStore};
 use stategraph_store::{ListNamespacesOp, Op, PutOp, SearchOp, Store, StoreError, TtlConfig, ns};
 
 use stategraph_conformance::store::scenarios::{self as support, cases, differential};
-use support::{Backend, Options, hash_index, obj};
+use support::{Backend, StoreOptions, hash_index, obj};
 
 /// Stores on fresh schemas of the test server.
 struct Schemas {
     url: String,
-}
-
-fn configure(mut store: PostgresStore, options: Options) -> PostgresStore {
-    if let Some(index) = options.index {
-        store = store.with_index(index);
-    }
-    if let Some(ttl) = options.ttl {
-        store = store.with_ttl(ttl);
-    }
-    if let Some(clock) = options.clock {
-        store = store.with_clock(clock);
-    }
-    store
 }
 
 async fn count(store: &PostgresStore, sql: &'static str) -> i64 {
@@ -56,12 +43,12 @@ async fn count(store: &PostgresStore, sql: &'static str) -> i64 {
 impl Backend for Schemas {
     type Store = PostgresStore;
 
-    async fn store(&self, options: Options) -> PostgresStore {
+    async fn store(&self, options: StoreOptions) -> PostgresStore {
         // The pool owns the schema, which is dropped with the last pool.
         let schema = common::Schema::create(&self.url).await;
-        let store = PostgresStore::from_pool(schema.pool(4, None).await);
+        let store = PostgresStore::from_pool(schema.pool(4, None).await).with_options(options);
         store.setup().await.unwrap();
-        configure(store, options)
+        store
     }
 
     async fn sweep(&self, store: &PostgresStore) -> usize {
@@ -139,7 +126,9 @@ async fn a_batch_failing_in_postgres_rolls_back_whole() {
     let Some(backend) = schemas("a_batch_failing_in_postgres_rolls_back_whole") else {
         return;
     };
-    let store = backend.store(Options::default().index(hash_index())).await;
+    let store = backend
+        .store(StoreOptions::new().with_index(hash_index()))
+        .await;
     store.put(&["a"], "kept", json!({"v": 1})).await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(
         "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -225,7 +214,7 @@ async fn concurrent_writers_of_one_key_all_succeed() {
         return;
     };
     let ttl = TtlConfig::default().with_default_ttl(5.0);
-    let store = backend.store(Options::default().ttl(ttl)).await;
+    let store = backend.store(StoreOptions::new().with_ttl(ttl)).await;
     let tasks: Vec<_> = (0..8)
         .map(|task| {
             let store = store.clone();
@@ -279,11 +268,11 @@ async fn works_through_a_transaction_mode_pooler() {
             return;
         }
     };
-    let store = PostgresStore::connect(&url)
-        .await
-        .unwrap()
-        .with_index(hash_index().with_fields(["text"]))
-        .with_ttl(TtlConfig::default().with_default_ttl(10.0));
+    let store = PostgresStore::connect(&url).await.unwrap().with_options(
+        StoreOptions::new()
+            .with_index(hash_index().with_fields(["text"]))
+            .with_ttl(TtlConfig::default().with_default_ttl(10.0)),
+    );
     store.setup().await.unwrap();
     // The pooler's database is shared: a root label of its own isolates
     // this run.

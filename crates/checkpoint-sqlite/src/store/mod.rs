@@ -7,10 +7,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use chrono::Utc;
-use stategraph_store::{
-    Clock, IndexConfig, Op, OpResult, Result, Store, StoreCapabilities, StoreError, TtlConfig,
-};
+use stategraph_store::{Op, OpResult, Result, Store, StoreCapabilities, StoreError, StoreOptions};
 
 use crate::SqliteSaver;
 use crate::pool::{Database, DbError};
@@ -47,17 +44,15 @@ const NAME: &str = "SqliteStore";
 #[derive(Clone)]
 pub struct SqliteStore {
     db: Arc<Database>,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Clock,
+    options: StoreOptions,
 }
 
 impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
             .field("path", &self.db.path())
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
+            .field("index", &self.options.index)
+            .field("ttl", &self.options.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -122,37 +117,23 @@ impl SqliteStore {
     fn on(db: Arc<Database>) -> Self {
         Self {
             db,
-            index: None,
-            ttl: None,
-            clock: Arc::new(Utc::now),
+            options: StoreOptions::new(),
         }
     }
 
-    /// Adds a semantic index: puts embed the configured fields, searches
-    /// with a query rank by cosine similarity.
+    /// The store with `options` in place of its own: a semantic index
+    /// (puts embed the configured fields, searches with a query rank by
+    /// cosine similarity), expiry, and the clock (the system clock by
+    /// default).
     #[must_use]
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
+    pub fn with_options(mut self, options: StoreOptions) -> Self {
+        self.options = options;
         self
     }
 
-    /// Adds expiry.
-    #[must_use]
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock` instead of the system clock.
-    #[must_use]
-    pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The index, if any.
-    pub fn index(&self) -> Option<&IndexConfig> {
-        self.index.as_ref()
+    /// The store's index, expiry and clock.
+    pub fn options(&self) -> &StoreOptions {
+        &self.options
     }
 
     /// The database file, or `None` for an in-memory database.
@@ -197,7 +178,7 @@ impl SqliteStore {
     /// stops when the handle is dropped or stopped. Needs a tokio runtime.
     pub fn start_sweeper(&self) -> stategraph_store::Sweeper {
         let store = self.clone();
-        stategraph_store::Sweeper::spawn(self.ttl.as_ref(), move || {
+        stategraph_store::Sweeper::spawn(self.options.ttl.as_ref(), move || {
             let store = store.clone();
             async move { store.sweep_expired().await }
         })
@@ -212,7 +193,7 @@ impl SqliteStore {
     /// committed stay deleted); [`StoreError::Unsupported`] for a clock
     /// outside the years 1677..2262.
     pub async fn sweep_expired(&self) -> Result<usize> {
-        let (_, now) = plan::read_clock(&self.clock, NAME)?;
+        let (_, now) = plan::read_clock(&self.options.clock, NAME)?;
         let mut swept = 0;
         loop {
             let db = self.db.clone();
@@ -239,9 +220,7 @@ impl Store for SqliteStore {
     async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
         let settings = plan::Settings {
             store: NAME,
-            index: self.index.as_ref(),
-            ttl: self.ttl.as_ref(),
-            clock: &self.clock,
+            options: &self.options,
         };
         let plan = plan::prepare(ops, &settings).await?;
         if plan.steps.is_empty() {
@@ -259,9 +238,6 @@ impl Store for SqliteStore {
     }
 
     fn capabilities(&self) -> StoreCapabilities {
-        let mut capabilities = StoreCapabilities::default();
-        capabilities.vector_search = self.index.is_some();
-        capabilities.ttl = self.ttl.is_some();
-        capabilities
+        self.options.capabilities()
     }
 }

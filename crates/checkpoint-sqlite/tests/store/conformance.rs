@@ -5,18 +5,6 @@
 use stategraph_checkpoint_sqlite::SqliteStore;
 use stategraph_conformance::store::{StoreHarness, StoreOptions};
 
-/// A store from the kit's options.
-fn configure(store: SqliteStore, options: StoreOptions) -> SqliteStore {
-    let mut store = store.with_clock(options.clock);
-    if let Some(index) = options.index {
-        store = store.with_index(index);
-    }
-    if let Some(ttl) = options.ttl {
-        store = store.with_ttl(ttl);
-    }
-    store
-}
-
 /// Stores on database files in a temporary directory the harness owns.
 struct Files(crate::Files);
 
@@ -25,7 +13,7 @@ impl StoreHarness for Files {
 
     async fn store(&self, options: StoreOptions) -> SqliteStore {
         let path = self.0.next_path();
-        configure(SqliteStore::open(path).await.unwrap(), options)
+        SqliteStore::open(path).await.unwrap().with_options(options)
     }
 
     async fn sweep<'a>(&'a self, store: &'a SqliteStore) -> usize {
@@ -40,7 +28,10 @@ impl StoreHarness for Memory {
     type Store = SqliteStore;
 
     async fn store(&self, options: StoreOptions) -> SqliteStore {
-        configure(SqliteStore::in_memory().await.unwrap(), options)
+        SqliteStore::in_memory()
+            .await
+            .unwrap()
+            .with_options(options)
     }
 
     async fn sweep<'a>(&'a self, store: &'a SqliteStore) -> usize {

@@ -22,7 +22,7 @@ use stategraph_store::{IndexFields, Op, PutOp, SearchOp, Store, StoreError, Ttl,
 
 use differential::ScoreTolerance;
 use stategraph_conformance::store::scenarios::{self as support, cases, differential};
-use support::{Backend, ManualClock, Options, hash_index, obj};
+use support::{Backend, ManualClock, StoreOptions, hash_index, obj};
 
 /// How the differential compares search scores with `InMemoryStore`'s.
 ///
@@ -65,19 +65,6 @@ impl Files {
     }
 }
 
-fn configure(mut store: SqliteStore, options: Options) -> SqliteStore {
-    if let Some(index) = options.index {
-        store = store.with_index(index);
-    }
-    if let Some(ttl) = options.ttl {
-        store = store.with_ttl(ttl);
-    }
-    if let Some(clock) = options.clock {
-        store = store.with_clock(clock);
-    }
-    store
-}
-
 fn raw(path: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
@@ -92,8 +79,11 @@ fn count(path: &Path, sql: &str) -> i64 {
 impl Backend for Files {
     type Store = SqliteStore;
 
-    async fn store(&self, options: Options) -> SqliteStore {
-        configure(SqliteStore::open(self.next_path()).await.unwrap(), options)
+    async fn store(&self, options: StoreOptions) -> SqliteStore {
+        SqliteStore::open(self.next_path())
+            .await
+            .unwrap()
+            .with_options(options)
     }
 
     async fn sweep(&self, store: &SqliteStore) -> usize {
@@ -112,8 +102,11 @@ struct Memory;
 impl Backend for Memory {
     type Store = SqliteStore;
 
-    async fn store(&self, options: Options) -> SqliteStore {
-        configure(SqliteStore::in_memory().await.unwrap(), options)
+    async fn store(&self, options: StoreOptions) -> SqliteStore {
+        SqliteStore::in_memory()
+            .await
+            .unwrap()
+            .with_options(options)
     }
 
     async fn sweep(&self, store: &SqliteStore) -> usize {
@@ -195,12 +188,12 @@ async fn items_persist_across_reopening() {
     let open = |path: PathBuf| {
         let clock = clock.clock();
         async move {
-            SqliteStore::open(path)
-                .await
-                .unwrap()
-                .with_index(hash_index().with_fields(["text"]))
-                .with_ttl(ttl)
-                .with_clock(clock)
+            SqliteStore::open(path).await.unwrap().with_options(
+                StoreOptions::new()
+                    .with_index(hash_index().with_fields(["text"]))
+                    .with_ttl(ttl)
+                    .with_clock(clock),
+            )
         }
     };
     let store = open(path.clone()).await;
@@ -242,7 +235,9 @@ async fn items_persist_across_reopening() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_failing_in_sqlite_rolls_back_whole() {
     let files = Files::new();
-    let store = files.store(Options::default().index(hash_index())).await;
+    let store = files
+        .store(StoreOptions::new().with_index(hash_index()))
+        .await;
     let path = store.path().unwrap().to_path_buf();
     store.put(&["a"], "kept", json!({"v": 1})).await.unwrap();
     raw(&path)
@@ -313,7 +308,7 @@ async fn large_sweeps_run_in_batches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_batches_all_land() {
     let files = Files::new();
-    let store = files.store(Options::default()).await;
+    let store = files.store(StoreOptions::new()).await;
     let tasks: Vec<_> = (0..16)
         .map(|task| {
             let store = store.clone();
@@ -349,10 +344,11 @@ async fn clocks_beyond_2262_are_refused() {
     let far = chrono::DateTime::parse_from_rfc3339("2300-01-01T00:00:00Z")
         .unwrap()
         .to_utc();
+    let clock: stategraph_store::Clock = std::sync::Arc::new(move || far);
     let store = SqliteStore::in_memory()
         .await
         .unwrap()
-        .with_clock(std::sync::Arc::new(move || far));
+        .with_options(StoreOptions::new().with_clock(clock));
     let err = store.put(&["a"], "k", json!({})).await.unwrap_err();
     assert_eq!(err.kind(), stategraph_core::ErrorKind::Unsupported, "{err}");
     assert!(store.sweep_expired().await.is_err());
@@ -369,8 +365,7 @@ async fn the_sweeper_task_deletes_expired_items() {
     let store = SqliteStore::in_memory()
         .await
         .unwrap()
-        .with_ttl(ttl)
-        .with_clock(clock.clock());
+        .with_options(StoreOptions::new().with_ttl(ttl).with_clock(&clock));
     store.put(&["s"], "k", json!({"v": 1})).await.unwrap();
     let sweeper = store.start_sweeper();
     clock.advance_minutes(2.0);

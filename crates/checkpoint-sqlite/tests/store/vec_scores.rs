@@ -5,7 +5,7 @@
 use serde_json::json;
 use stategraph_checkpoint_sqlite::SqliteStore;
 use stategraph_llm::Embeddings;
-use stategraph_store::{IndexConfig, SearchOp, Store, best_score, ns};
+use stategraph_store::{IndexConfig, SearchOp, Store, StoreOptions, best_score, ns};
 
 use crate::ScoreTolerance;
 
@@ -57,10 +57,11 @@ async fn the_stores_connections_have_sqlite_vec() {
 /// Rust, and an item without vectors stays unscored and last.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_computes_the_scores() {
+    let index = IndexConfig::new(DIMS, Fixed(named)).with_fields(["text"]);
     let store = SqliteStore::in_memory()
         .await
         .unwrap()
-        .with_index(IndexConfig::new(DIMS, Fixed(named)).with_fields(["text"]));
+        .with_options(StoreOptions::new().with_index(index));
     for name in ["cancel", "half", "zero"] {
         store
             .put(&["v"], name, json!({"text": name}))
@@ -121,10 +122,11 @@ async fn scores_agree_with_rust_within_the_tolerance_at_384_dimensions() {
     let ScoreTolerance::Absolute(tolerance) = crate::SCORES else {
         panic!("the sqlite-vec feature compares scores within a tolerance");
     };
+    let index = IndexConfig::new(384, Fixed(random)).with_fields(["texts[*]"]);
     let store = SqliteStore::in_memory()
         .await
         .unwrap()
-        .with_index(IndexConfig::new(384, Fixed(random)).with_fields(["texts[*]"]));
+        .with_options(StoreOptions::new().with_index(index));
     let items = 300_u64;
     for i in 0..items {
         // One to three vectors per item.

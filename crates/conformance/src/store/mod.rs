@@ -22,12 +22,16 @@ pub mod search;
 pub mod ttl;
 pub mod vector;
 
-use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeZone, Utc};
-use stategraph_store::{Clock, IndexConfig, Store, StoreCapabilities, TtlConfig};
+use stategraph_store::{Clock, Store, StoreCapabilities, TtlConfig};
+
+/// How the kit asks for a store: `stategraph-store`'s one options type
+/// (no index, no TTL and the system clock from [`StoreOptions::new`]),
+/// which every store takes whole with its `with_options`.
+pub use stategraph_store::StoreOptions;
 
 /// How a backend gives the kit stores.
 ///
@@ -41,14 +45,7 @@ use stategraph_store::{Clock, IndexConfig, Store, StoreCapabilities, TtlConfig};
 ///     type Store = InMemoryStore;
 ///
 ///     async fn store(&self, options: StoreOptions) -> InMemoryStore {
-///         let mut store = InMemoryStore::new().with_clock(options.clock);
-///         if let Some(index) = options.index {
-///             store = store.with_index(index);
-///         }
-///         if let Some(ttl) = options.ttl {
-///             store = store.with_ttl(ttl);
-///         }
-///         store
+///         InMemoryStore::new().with_options(options)
 ///     }
 ///
 ///     async fn sweep<'a>(&'a self, store: &'a InMemoryStore) -> usize {
@@ -68,66 +65,6 @@ pub trait StoreHarness: Send + Sync {
 
     /// Deletes expired items now; returns how many.
     fn sweep<'a>(&'a self, store: &'a Self::Store) -> impl Future<Output = usize> + Send + 'a;
-}
-
-/// How the kit asks for a store: [`StoreOptions::new`] is no index, no TTL,
-/// the system clock.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct StoreOptions {
-    /// The semantic index, if any.
-    pub index: Option<IndexConfig>,
-    /// Expiry, if any.
-    pub ttl: Option<TtlConfig>,
-    /// Where the store reads the time.
-    pub clock: Clock,
-}
-
-impl StoreOptions {
-    /// No index, no TTL, the system clock.
-    pub fn new() -> Self {
-        Self {
-            index: None,
-            ttl: None,
-            clock: Arc::new(Utc::now),
-        }
-    }
-
-    /// Adds a semantic index.
-    #[must_use]
-    pub fn with_index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
-
-    /// Adds expiry.
-    #[must_use]
-    pub fn with_ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads the time from `clock`.
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
-        self.clock = clock.into();
-        self
-    }
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for StoreOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoreOptions")
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A clock the cases move by hand, so TTL cases never sleep. Clones share

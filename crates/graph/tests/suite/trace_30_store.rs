@@ -19,7 +19,7 @@ use serde_json::{Value as Json, json};
 use stategraph_llm::Embeddings;
 use stategraph_store::{
     GetOp, InMemoryStore, IndexConfig, IndexFields, Item, ListNamespacesOp, Op, OpResult, PutOp,
-    SearchItem, SearchOp, Store, StoreError, Ttl, ns,
+    SearchItem, SearchOp, Store, StoreError, StoreOptions, Ttl, ns,
 };
 use support::fixture;
 
@@ -236,7 +236,8 @@ async fn trace_30_store_operations() {
 
 #[tokio::test]
 async fn trace_30_semantic_search() {
-    let v = InMemoryStore::new().with_index(IndexConfig::new(5, Vocabulary).with_fields(["text"]));
+    let index = IndexConfig::new(5, Vocabulary).with_fields(["text"]);
+    let v = InMemoryStore::new().with_options(StoreOptions::new().with_index(index));
     v.put(&["pets"], "p1", json!({"text": "a red cat"}))
         .await
         .unwrap();

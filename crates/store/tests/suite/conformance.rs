@@ -11,14 +11,7 @@ impl StoreHarness for InMemoryHarness {
     type Store = InMemoryStore;
 
     async fn store(&self, options: StoreOptions) -> InMemoryStore {
-        let mut store = InMemoryStore::new().with_clock(options.clock);
-        if let Some(index) = options.index {
-            store = store.with_index(index);
-        }
-        if let Some(ttl) = options.ttl {
-            store = store.with_ttl(ttl);
-        }
-        store
+        InMemoryStore::new().with_options(options)
     }
 
     async fn sweep<'a>(&'a self, store: &'a InMemoryStore) -> usize {

@@ -8,7 +8,9 @@
 use serde_json::json;
 use stategraph_llm::{Embeddings, HashEmbeddings};
 use stategraph_store::query::result_order;
-use stategraph_store::{InMemoryStore, IndexConfig, Item, SearchOp, Store, best_score, ns};
+use stategraph_store::{
+    InMemoryStore, IndexConfig, Item, SearchOp, Store, StoreOptions, best_score, ns,
+};
 
 const DIMS: usize = 384;
 
@@ -16,8 +18,8 @@ const DIMS: usize = 384;
 /// threshold for threads) in two namespaces; texts repeat, so many scores
 /// tie and only the address can order them.
 async fn store() -> InMemoryStore {
-    let store = InMemoryStore::new()
-        .with_index(IndexConfig::new(DIMS, HashEmbeddings::new(DIMS)).with_fields(["text"]));
+    let index = IndexConfig::new(DIMS, HashEmbeddings::new(DIMS)).with_fields(["text"]);
+    let store = InMemoryStore::new().with_options(StoreOptions::new().with_index(index));
     for i in 0..4_000 {
         let namespace = if i % 2 == 0 { "even" } else { "odd" };
         let text = format!("notes about topic {} and gardens {}", i % 37, i % 5);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use stategraph_conformance::store::ManualClock;
-use stategraph_store::{GetOp, InMemoryStore, Op, OpResult, Store, TtlConfig, ns};
+use stategraph_store::{GetOp, InMemoryStore, Op, OpResult, Store, StoreOptions, TtlConfig, ns};
 
 /// Whether `key` is stored, read without refreshing its TTL.
 async fn present(store: &InMemoryStore, key: &str) -> bool {
@@ -32,9 +32,8 @@ async fn st_ttl_04_sweeper_deletes_expired_items_on_its_interval() {
     let config = TtlConfig::default()
         .with_default_ttl(1.0)
         .with_sweep_interval(0.5);
-    let store = InMemoryStore::new()
-        .with_clock(clock.clock())
-        .with_ttl(config);
+    let store =
+        InMemoryStore::new().with_options(StoreOptions::new().with_clock(&clock).with_ttl(config));
     store.put(&["ttl"], "short", json!({})).await.unwrap();
     store
         .put_with(

@@ -9,7 +9,7 @@ use stategraph_store::{
     Store, StoreError, Ttl, TtlConfig, ns,
 };
 
-use super::{Backend, ManualClock, Options, hash_index, obj};
+use super::{Backend, ManualClock, StoreOptions, hash_index, obj};
 
 fn keys(found: &[stategraph_store::SearchItem]) -> Vec<String> {
     found.iter().map(|f| f.item.key.clone()).collect()
@@ -22,7 +22,7 @@ fn namespaces(found: &[stategraph_store::SearchItem]) -> Vec<Namespace> {
 /// ST-KV-01..05, ST-KV-07: put, get, update keeps `created_at`, delete.
 pub async fn put_get_update_delete(backend: &impl Backend) {
     let clock = ManualClock::new();
-    let store = backend.store(Options::default().clock(&clock)).await;
+    let store = backend.store(StoreOptions::new().with_clock(&clock)).await;
     let at = ["users", "alice"];
     store
         .put(&at, "doc1", json!({"text": "hello", "n": 1}))
@@ -65,7 +65,7 @@ pub async fn put_get_update_delete(backend: &impl Backend) {
 /// ST-KV-06, ST-KV-08, ST-KV-09: values and keys round-trip exactly (a
 /// NUL inside a value too; in a key or label it is refused, ST-LIM-03).
 pub async fn values_and_keys_round_trip(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let value = json!({
         "zh": "这是中文", "emoji": "🦀", "quote": "O'Brien's \"doc\"", "nul": "a\u{0}b",
         "big": 9_007_199_254_740_993_u64, "min": i64::MIN, "max": u64::MAX,
@@ -116,7 +116,7 @@ pub async fn values_and_keys_round_trip(backend: &impl Backend) {
 
 /// ST-NS-01..03, ST-NS-05..07: namespace rules and typed errors.
 pub async fn namespaces_are_validated(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let bad_namespaces: [&[&str]; 3] = [&[], &["the", "thing.about"], &["some", "fun", ""]];
     for bad in bad_namespaces {
         let err = store.put(bad, "k", json!({})).await.unwrap_err();
@@ -162,7 +162,7 @@ pub async fn namespaces_are_validated(backend: &impl Backend) {
 /// every read sees the store as it was before the batch, then the puts
 /// apply in order (the last put of a key wins).
 pub async fn batches_read_before_they_write(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let at = ns(["test", "batch"]);
     store
         .put(&["test", "batch"], "old", json!({"v": 0}))
@@ -215,7 +215,7 @@ pub async fn batches_read_before_they_write(backend: &impl Backend) {
 /// ST-BA-09 (P), ST-VS-15 (P): a batch that fails before writing changes
 /// nothing.
 pub async fn failing_batches_change_nothing(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let at = ns(["atomic"]);
     let mut ops: Vec<Op> = (0..49)
         .map(|i| {
@@ -262,7 +262,7 @@ pub async fn failing_batches_change_nothing(backend: &impl Backend) {
 
 /// ST-SR-04..15: filters mean what `Filter` means.
 pub async fn search_filters(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let at = ["shop"];
     for (key, price, active, tags) in [
         ("p10", json!(10), true, json!(["draft"])),
@@ -336,7 +336,7 @@ pub async fn search_filters(backend: &impl Backend) {
 /// labels; metacharacters mean themselves; order and pages.
 pub async fn search_prefixes_and_pages(backend: &impl Backend) {
     let clock = ManualClock::new();
-    let store = backend.store(Options::default().clock(&clock)).await;
+    let store = backend.store(StoreOptions::new().with_clock(&clock)).await;
     let spaces: &[&[&str]] = &[
         &["foo"],
         &["foo", "child"],
@@ -453,7 +453,7 @@ pub async fn search_prefixes_and_pages(backend: &impl Backend) {
 
 /// ST-LN-01..15: namespace listings.
 pub async fn list_namespaces(backend: &impl Backend) {
-    let store = backend.store(Options::default()).await;
+    let store = backend.store(StoreOptions::new()).await;
     let list = |op: ListNamespacesOp| {
         let store = store.clone();
         async move { store.list_namespaces(op).await.unwrap() }
@@ -560,7 +560,9 @@ pub async fn list_namespaces(backend: &impl Backend) {
 /// ST-VS-02..13: semantic search with hash embeddings.
 pub async fn vector_search(backend: &impl Backend) {
     let index = hash_index().with_fields(["text"]);
-    let store = backend.store(Options::default().index(index.clone())).await;
+    let store = backend
+        .store(StoreOptions::new().with_index(index.clone()))
+        .await;
     assert!(store.capabilities().vector_search);
     let at = ["docs"];
     store
@@ -715,7 +717,7 @@ pub async fn vector_search(backend: &impl Backend) {
     }
 
     // A store without an index ignores the query.
-    let plain = backend.store(Options::default()).await;
+    let plain = backend.store(StoreOptions::new()).await;
     assert!(!plain.capabilities().vector_search);
     plain.put(&at, "k", json!({"text": "zebra"})).await.unwrap();
     let found = plain
@@ -730,7 +732,7 @@ pub async fn vector_search(backend: &impl Backend) {
 /// ST-VS-16 (P): an embedder of the wrong size is an error, nothing stored.
 pub async fn wrong_dimensions_are_refused(backend: &impl Backend) {
     let index = IndexConfig::new(8, stategraph_llm::HashEmbeddings::new(16));
-    let store = backend.store(Options::default().index(index)).await;
+    let store = backend.store(StoreOptions::new().with_index(index)).await;
     let err = store
         .put(&["d"], "k", json!({"text": "x"}))
         .await
@@ -757,7 +759,7 @@ pub async fn wrong_dimensions_are_refused(backend: &impl Backend) {
 pub async fn ttl_expiry_refresh_and_sweep(backend: &impl Backend) {
     let clock = ManualClock::new();
     // A store without expiry refuses TTLs.
-    let plain = backend.store(Options::default().clock(&clock)).await;
+    let plain = backend.store(StoreOptions::new().with_clock(&clock)).await;
     assert!(!plain.capabilities().ttl);
     let err = plain
         .put_with(
@@ -775,7 +777,7 @@ pub async fn ttl_expiry_refresh_and_sweep(backend: &impl Backend) {
         .with_default_ttl(1.0)
         .with_omit_expired(true);
     let store = backend
-        .store(Options::default().ttl(ttl).clock(&clock))
+        .store(StoreOptions::new().with_ttl(ttl).with_clock(&clock))
         .await;
     assert!(store.capabilities().ttl);
     let at = ["t"];
@@ -892,7 +894,7 @@ pub async fn ttl_without_omit_or_refresh(backend: &impl Backend) {
     let clock = ManualClock::new();
     let ttl = TtlConfig::default().with_default_ttl(1.0);
     let store = backend
-        .store(Options::default().ttl(ttl).clock(&clock))
+        .store(StoreOptions::new().with_ttl(ttl).with_clock(&clock))
         .await;
     store.put(&["t"], "k", json!({})).await.unwrap();
     clock.advance_seconds(61.0);
@@ -923,7 +925,7 @@ pub async fn ttl_without_omit_or_refresh(backend: &impl Backend) {
         .with_refresh_on_read(false)
         .with_omit_expired(true);
     let store = backend
-        .store(Options::default().ttl(ttl).clock(&clock))
+        .store(StoreOptions::new().with_ttl(ttl).with_clock(&clock))
         .await;
     store.put(&["t"], "k", json!({})).await.unwrap();
     clock.advance_seconds(50.0);
@@ -934,7 +936,7 @@ pub async fn ttl_without_omit_or_refresh(backend: &impl Backend) {
     // Expiry is filtered before paging.
     let ttl = TtlConfig::default().with_omit_expired(true);
     let store = backend
-        .store(Options::default().ttl(ttl).clock(&clock))
+        .store(StoreOptions::new().with_ttl(ttl).with_clock(&clock))
         .await;
     for key in ["c", "b", "x", "a"] {
         clock.advance_seconds(1.0);
@@ -969,7 +971,7 @@ pub async fn fractional_ttls_survive_refresh(backend: &impl Backend) {
     let clock = ManualClock::new();
     let ttl = TtlConfig::default().with_omit_expired(true);
     let store = backend
-        .store(Options::default().ttl(ttl).clock(&clock))
+        .store(StoreOptions::new().with_ttl(ttl).with_clock(&clock))
         .await;
     store
         .put_with(
@@ -997,10 +999,10 @@ pub async fn large_sweeps_run_in_batches(backend: &impl Backend, items: usize) {
     let ttl = TtlConfig::default().with_default_ttl(1.0);
     let store = backend
         .store(
-            Options::default()
-                .ttl(ttl)
-                .clock(&clock)
-                .index(hash_index()),
+            StoreOptions::new()
+                .with_ttl(ttl)
+                .with_clock(&clock)
+                .with_index(hash_index()),
         )
         .await;
     let ops: Vec<Op> = (0..items)

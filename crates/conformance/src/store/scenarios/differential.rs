@@ -21,7 +21,7 @@ use stategraph_store::{
     OpResult, PutOp, SearchItem, SearchOp, Store, StoreError, Ttl, TtlConfig,
 };
 
-use super::{Backend, ManualClock, Options, obj};
+use super::{Backend, ManualClock, StoreOptions, obj};
 
 /// SplitMix64: a tiny deterministic generator, so a failure replays.
 struct Rng(u64);
@@ -448,16 +448,14 @@ pub async fn compare_with_memory_within(
 ) {
     for (name, index, ttl) in configurations() {
         let clock = ManualClock::new();
-        let mut options = Options::default().clock(&clock);
-        let mut memory = InMemoryStore::new().with_clock(clock.clock());
+        let mut options = StoreOptions::new().with_clock(&clock);
         if let Some(index) = index {
-            memory = memory.with_index(index.clone());
-            options = options.index(index);
+            options = options.with_index(index);
         }
         if let Some(ttl) = ttl {
-            memory = memory.with_ttl(ttl);
-            options = options.ttl(ttl);
+            options = options.with_ttl(ttl);
         }
+        let memory = InMemoryStore::new().with_options(options.clone());
         let store = backend.store(options).await;
         let mut rng = Rng(seed);
         let mut seen = Seen::default();

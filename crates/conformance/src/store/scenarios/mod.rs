@@ -8,48 +8,14 @@
 pub mod cases;
 pub mod differential;
 
-pub use super::ManualClock;
+pub use super::{ManualClock, StoreOptions};
 
 use std::future::Future;
 
 use serde_json::Value as Json;
 use stategraph_core::JsonMap;
 use stategraph_llm::HashEmbeddings;
-use stategraph_store::{Clock, IndexConfig, Store, TtlConfig};
-
-/// How a case wants its store configured.
-#[derive(Clone, Default)]
-pub struct Options {
-    /// A semantic index, if the case wants one.
-    pub index: Option<IndexConfig>,
-    /// Expiry, if the case wants it.
-    pub ttl: Option<TtlConfig>,
-    /// A clock, if the case moves time by hand.
-    pub clock: Option<Clock>,
-}
-
-impl Options {
-    /// With a semantic index.
-    #[must_use]
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
-
-    /// With expiry.
-    #[must_use]
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reading the time from `clock`.
-    #[must_use]
-    pub fn clock(mut self, clock: &ManualClock) -> Self {
-        self.clock = Some(clock.clock());
-        self
-    }
-}
+use stategraph_store::{IndexConfig, Store};
 
 /// A backend under test: fresh, empty stores on demand.
 pub trait Backend: Sync {
@@ -57,7 +23,7 @@ pub trait Backend: Sync {
     type Store: Store + Clone;
 
     /// A fresh, empty store.
-    fn store(&self, options: Options) -> impl Future<Output = Self::Store> + Send;
+    fn store(&self, options: StoreOptions) -> impl Future<Output = Self::Store> + Send;
 
     /// Deletes the expired items; how many.
     fn sweep<'a>(&'a self, store: &'a Self::Store) -> impl Future<Output = usize> + Send + 'a;
