@@ -55,21 +55,15 @@ impl From<serde_json::Value> for NodeOutput {
 /// (a function that ignores it costs nothing).
 pub type NodeFn = Arc<dyn Fn(Value, &TaskContext) -> NodeFuture + Send + Sync>;
 
-/// The future a [`NodeFn`] returns, made with [`node_future`]: held inline
-/// when it fits in [`NODE_FUTURE_INLINE`] bytes (a node that does little
-/// then costs no allocation), boxed otherwise.
-pub type NodeFuture =
-    stackfuture::StackFuture<'static, Result<NodeOutput, NodeError>, NODE_FUTURE_INLINE>;
-
-/// How many bytes of a node's future [`NodeFuture`] holds inline.
-pub const NODE_FUTURE_INLINE: usize = 64;
+/// The future a [`NodeFn`] returns, made with [`node_future`]: boxed.
+pub type NodeFuture = futures::future::BoxFuture<'static, Result<NodeOutput, NodeError>>;
 
 /// Wraps a node call's future as a [`NodeFuture`].
 pub fn node_future<F>(future: F) -> NodeFuture
 where
     F: Future<Output = Result<NodeOutput, NodeError>> + Send + 'static,
 {
-    NodeFuture::from_or_box(future)
+    Box::pin(future)
 }
 
 /// Wraps an async function or closure as a [`NodeFn`].
@@ -406,8 +400,8 @@ mod node_future_tests {
     async fn small_and_large_node_futures_both_run_to_their_output() {
         let small = node_future(async { Ok(NodeOutput::Value(Value::from_json(1.into()))) });
         let large = node_future(async {
-            // Held across an await: the future is larger than the inline space.
-            let buffer = [7_u8; 4 * NODE_FUTURE_INLINE];
+            // Held across an await: a large future.
+            let buffer = [7_u8; 256];
             tokio::task::yield_now().await;
             Ok(NodeOutput::Value(Value::from_json(
                 u64::from(buffer[3]).into(),
