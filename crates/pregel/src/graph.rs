@@ -665,6 +665,7 @@ impl NodeBuilder {
 /// Per channel spec that is an ephemeral value in its initial state: the
 /// spec holding an inline `null`. Channels sharing one spec (the trigger
 /// channels of a compiled graph) share one prototype.
+/// Kept: sequential_1000 is 11.9% faster with it (0.503 vs 0.575 ms, issue 22).
 pub(crate) fn holding_null(specs: &[Arc<dyn Channel>]) -> Vec<Option<Arc<dyn Channel>>> {
     let mut protos: Vec<Option<Arc<dyn Channel>>> = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {

@@ -106,6 +106,7 @@ impl PregelLoop {
 
     /// Runs a step's only task: awaited directly, with the loop's own
     /// context lent to its node.
+    /// Kept: sequential_1000 is 43.9% faster with it (0.462 vs 0.613 ms, issue 22).
     pub(super) async fn run_lone_task(
         &mut self,
         task: &mut Task,
@@ -210,6 +211,7 @@ impl PregelLoop {
     /// is not dropped. Only in runs without a checkpointer, where a failed
     /// step ends the run with nothing reading its channels again. Returns
     /// whether channels were lent.
+    /// Kept: react_agent_100x is 10.3% faster with it (1.711 vs 1.968 ms, issue 22).
     pub(super) fn lend_fresh_reads(&mut self, task: &mut Task) -> bool {
         let graph = &*self.graph;
         let node = &graph.nodes[task.node];

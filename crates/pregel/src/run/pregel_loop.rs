@@ -81,7 +81,8 @@ pub(super) struct PregelLoop {
     // keeps `versions_seen["__input__"] = {}` in every checkpoint).
     pub(super) input_seen: bool,
     // The shown values of the latest `values` chunk a `latest_only` sink
-    // has not been sent yet.
+    // has not been sent yet. Kept: fanout_to_subgraph_100x is 7.8% faster
+    // with it (3.313 vs 3.555 ms, issue 22).
     pub(super) held_values: std::cell::RefCell<Option<Vec<Option<Value>>>>,
 }
 
