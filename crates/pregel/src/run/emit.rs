@@ -97,7 +97,8 @@ impl PregelLoop {
             node: name,
             remaining_steps: self.stop - self.step,
         };
-        let mut writes = Vec::new();
+        // Most writers write once: one allocation, no regrowth.
+        let mut writes = Vec::with_capacity(node.writers.len());
         {
             // Left by a writer that failed; usually empty.
             let mut reads = self.fresh_reads.borrow_mut();
