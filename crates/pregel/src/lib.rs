@@ -33,8 +33,8 @@ pub use error::{NodeError, NodeFailure, PregelError, Result};
 pub use graph::{IoSpec, NodeBuilder, Pregel, PregelBuilder};
 pub use interrupt::{Interrupt, Interrupted};
 pub use node::{
-    FreshReader, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads, WriteContext, Writer,
-    node_fn, node_future,
+    FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads,
+    WriteContext, Writer, node_fn, node_future,
 };
 pub use options::CompileOptions;
 pub use retry::{RetryOn, RetryPolicy};

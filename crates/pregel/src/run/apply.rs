@@ -45,8 +45,7 @@ impl PregelLoop {
         if from_tasks {
             self.consume_triggers(tasks, &mut step);
         }
-        let mut fresh = Vec::new();
-        let mut writes = self.gather_writes(tasks, &mut fresh)?;
+        let mut writes = self.gather_writes(tasks)?;
         // The `Send`s this step ran are cleared before any reducer runs
         // when the step sends nothing new (the empty updates below would
         // clear them too): a `Send`'s argument may share a state value (the
@@ -59,13 +58,18 @@ impl PregelLoop {
         {
             self.update_unwritten(sends, &mut step)?;
         }
+        let mut fresh = std::mem::take(&mut self.fresh_buf);
         let applied = self.apply_grouped(&mut writes, &mut fresh, &mut step);
-        // Empty unless a write failed (clearing an empty list still costs
-        // a call).
+        // Both are empty unless a write failed (clearing an empty list
+        // still costs a call).
         if !writes.is_empty() {
             writes.clear();
         }
         self.write_buf.put(writes);
+        if !fresh.is_empty() {
+            fresh.clear();
+        }
+        self.fresh_buf = fresh;
         applied?;
 
         // Channels not written this step hear about the new step (ephemeral
@@ -134,16 +138,12 @@ impl PregelLoop {
     }
 
     /// Takes the tasks' writes, grouped by channel in task order, and puts
-    /// the fresh copies their routers made (and kept valid) in `fresh`.
+    /// the fresh copies their routers made (and kept valid) in `fresh_buf`.
     /// A single task's writes to distinct channels are used as they are.
-    pub(super) fn gather_writes(
-        &mut self,
-        tasks: &mut [Task],
-        fresh: &mut Vec<FreshCopy>,
-    ) -> Result<Vec<(ChannelId, Value)>> {
+    pub(super) fn gather_writes(&mut self, tasks: &mut [Task]) -> Result<Vec<(ChannelId, Value)>> {
         let mut writes = self.write_buf.take();
         for task in tasks.iter_mut() {
-            if !task.fresh.is_empty() {
+            if task.fresh.capacity() > 0 {
                 for copy in task.fresh.drain(..) {
                     let count = task
                         .writes
@@ -151,7 +151,7 @@ impl PregelLoop {
                         .filter(|(c, _)| *c == copy.channel)
                         .count();
                     if count == copy.writes {
-                        fresh.push(copy);
+                        self.fresh_buf.push(copy);
                     } else if copy.copy.is_none() {
                         return Err(wrote_after_fresh_read(
                             self.graph.shape.node_name(task.node),
@@ -159,8 +159,16 @@ impl PregelLoop {
                         ));
                     }
                 }
+                self.fresh_pool
+                    .get_mut()
+                    .push(std::mem::take(&mut task.fresh));
             }
             writes.append(&mut task.writes);
+            if task.writes.capacity() > 0 {
+                self.write_pool
+                    .get_mut()
+                    .push(std::mem::take(&mut task.writes));
+            }
         }
         // A stable sort: writes to one channel stay in task order.
         if !writes.is_sorted_by_key(|(c, _)| *c) {

@@ -97,8 +97,7 @@ impl PregelLoop {
             node: name,
             remaining_steps: self.stop - self.step,
         };
-        // Most writers write once: one allocation, no regrowth.
-        let mut writes = Vec::with_capacity(node.writers.len());
+        let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         {
             // Left by a writer that failed; usually empty.
             let mut reads = self.fresh_reads.borrow_mut();
@@ -111,7 +110,8 @@ impl PregelLoop {
         }
         let mut reads = self.fresh_reads.borrow_mut();
         if !reads.is_empty() {
-            task.fresh = std::mem::take(&mut *reads);
+            let spare = self.fresh_pool.borrow_mut().pop().unwrap_or_default();
+            task.fresh = std::mem::replace(&mut *reads, spare);
         }
         drop(reads);
         task.writes = writes;

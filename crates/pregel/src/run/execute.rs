@@ -248,6 +248,9 @@ impl PregelLoop {
                 self.channels.set(lent.channel, channel);
             }
             if lent.writes > 0 {
+                if task.fresh.capacity() == 0 {
+                    task.fresh = self.fresh_pool.get_mut().pop().unwrap_or_default();
+                }
                 task.fresh.push(lent);
             }
         }
