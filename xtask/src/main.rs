@@ -9,6 +9,7 @@
 mod bench;
 mod fuzz;
 mod layers;
+mod modules;
 mod postgres;
 mod tidy;
 mod traces;
@@ -25,7 +26,8 @@ commands:
   ci                      run every check CI runs (fmt, tidy, layers, clippy,
                           feature checks, tests with a throwaway PostgreSQL, doc
                           tests, rustdoc, 10 s of each fuzz target, --dev)
-  tidy                    check file and manifest conventions
+  tidy                    check file and manifest conventions, and pregel's
+                          module rules (no import cycle, files <= 800 lines)
   traces                  run the ported LangGraph golden traces, one line per
                           case, then `N passed, M failed`
   layers [--metadata F]   check the crate dependency direction (from `cargo

@@ -67,7 +67,7 @@ pub(crate) fn check(root: &Path) -> Result<()> {
     }
     if problems.is_empty() {
         println!("tidy: ok ({} files)", files.len());
-        Ok(())
+        crate::modules::check(root)
     } else {
         bail!(
             "tidy found {} problem(s):\n  {}",

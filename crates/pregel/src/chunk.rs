@@ -170,7 +170,7 @@ impl StreamChunk {
     }
 
     /// The message of a `messages` chunk.
-    pub fn message(&self) -> Option<&crate::MessageEvent> {
+    pub fn message(&self) -> Option<&crate::chunk::MessageEvent> {
         self.data.downcast_ref()
     }
 }

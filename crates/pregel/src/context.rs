@@ -24,7 +24,7 @@ pub struct TaskContext {
     pub(crate) run: Arc<RunInfo>,
     // The node's id in `run.graph` (its name is read from there: no
     // reference count to change per task).
-    pub(crate) node: crate::NodeId,
+    pub(crate) node: crate::shape::NodeId,
     pub(crate) step: i64,
     pub(crate) push: Option<usize>,
     pub(crate) remaining_steps: i64,
@@ -173,9 +173,9 @@ impl TaskContext {
                     if let Some(scope) = scope {
                         namespace = [&namespace, "|", scope].concat();
                     }
-                    Err(Interrupted::one(crate::Interrupt {
+                    Err(Interrupted::one(crate::interrupt::Interrupt {
                         value,
-                        id: crate::Interrupt::id_for(&namespace, 0),
+                        id: crate::interrupt::Interrupt::id_for(&namespace, 0),
                     }))
                 }
             },
@@ -229,7 +229,7 @@ impl TaskContext {
     /// It counts as progress for an idle timeout ([`RefreshOn::Auto`](crate::RefreshOn::Auto)).
     pub fn write_custom(&self, value: impl Serialize + Send + Sync + 'static) {
         if let Some(progress) = &self.progress
-            && progress.refresh_on == crate::RefreshOn::Auto
+            && progress.refresh_on == crate::timeout::RefreshOn::Auto
         {
             progress.beat();
         }
@@ -239,7 +239,7 @@ impl TaskContext {
         }
     }
 
-    /// In an error handler (see [`PregelNode::set_error_handler`]): the
+    /// In an error handler (see [`PregelNode::set_error_handler`](crate::PregelNode::set_error_handler)): the
     /// failure it answers. `None` in any other node.
     pub fn failure(&self) -> Option<&NodeFailure> {
         self.failure.as_deref()
@@ -303,7 +303,7 @@ impl TaskContext {
             print: StreamModes::NONE,
             interrupt_before: None,
             interrupt_after: None,
-            durability: crate::Durability::default(),
+            durability: crate::run_info::Durability::default(),
             // The root run retries, not its subgraphs.
             busy_retries: 0,
             context: self.run.context.clone(),

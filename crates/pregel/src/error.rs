@@ -54,11 +54,11 @@ impl NodeError {
     /// The interrupts this error carries, when the node returned the
     /// [`Interrupted`](crate::Interrupted) of `TaskContext::interrupt` (or of
     /// a subgraph).
-    pub fn interrupts(&self) -> Option<&[crate::Interrupt]> {
+    pub fn interrupts(&self) -> Option<&[crate::interrupt::Interrupt]> {
         self.0
             .source
             .as_deref()
-            .and_then(|source| source.downcast_ref::<crate::Interrupted>())
+            .and_then(|source| source.downcast_ref::<crate::interrupt::Interrupted>())
             .map(|interrupted| interrupted.0.as_slice())
     }
 
@@ -163,7 +163,7 @@ pub enum PregelError {
     /// subgraph stops and its parent applies the command (LangGraph's
     /// `ParentCommand`). A root graph turns it into an `InvalidUpdate`.
     #[error("a Command addressed to the parent graph")]
-    ParentCommand(Box<crate::Command>),
+    ParentCommand(Box<crate::command::Command>),
     /// The run cannot proceed as asked (LangGraph's `RuntimeError`).
     #[error("{0}")]
     Runtime(String),

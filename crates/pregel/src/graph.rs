@@ -66,7 +66,7 @@ pub(crate) struct CompiledGraph {
     // Per node: its `{node: None}` updates chunk, shared by every run; made
     // on first use.
     none_updates: std::sync::OnceLock<Vec<stategraph_core::Value>>,
-    pub(crate) cache: Option<Arc<dyn crate::NodeCache>>,
+    pub(crate) cache: Option<Arc<dyn crate::cache::NodeCache>>,
     pub(crate) checkpointer: Option<SharedSaver>,
     pub(crate) store: Option<stategraph_store::SharedStore>,
     pub(crate) name: String,
@@ -76,7 +76,7 @@ pub(crate) struct CompiledGraph {
     pub(crate) interrupt_before: Vec<String>,
     pub(crate) interrupt_after: Vec<String>,
     // How this graph checkpoints when it runs as a subgraph.
-    pub(crate) subgraph_checkpoints: crate::SubgraphCheckpoints,
+    pub(crate) subgraph_checkpoints: crate::run_info::SubgraphCheckpoints,
     // Per node: its trigger channels' names, sorted (task ids hash them);
     // made on first use, so graphs that never checkpoint do not pay.
     sorted_triggers: std::sync::OnceLock<Vec<Arc<[Arc<str>]>>>,
@@ -608,11 +608,11 @@ impl NodeBuilder {
     #[must_use]
     pub fn func<F, Fut, O>(mut self, f: F) -> Self
     where
-        F: Fn(stategraph_core::Value, crate::TaskContext) -> Fut
+        F: Fn(stategraph_core::Value, crate::context::TaskContext) -> Fut
             + std::marker::Send
             + Sync
             + 'static,
-        Fut: std::future::Future<Output = std::result::Result<O, crate::NodeError>>
+        Fut: std::future::Future<Output = std::result::Result<O, crate::error::NodeError>>
             + std::marker::Send
             + 'static,
         O: Into<NodeOutput>,

@@ -35,19 +35,19 @@ impl Interrupt {
     }
 }
 
-/// The error [`TaskContext::interrupt`] returns to pause the run: return it
+/// The error [`TaskContext::interrupt`](crate::TaskContext::interrupt) returns to pause the run: return it
 /// from the node (with `?`) and the run stops after the current step, showing
 /// the interrupt; resuming with `Command::resume` runs the node again from
 /// the start, and this time `interrupt` returns the answer.
 ///
-/// It converts into [`NodeError`] like any error; the runtime recognises it
+/// It converts into [`NodeError`](crate::NodeError) like any error; the runtime recognises it
 /// there. An interrupt is never retried. A subgraph node returns the
 /// interrupts of its subgraph's run, possibly several.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Interrupted(pub Vec<crate::Interrupt>);
+pub struct Interrupted(pub Vec<crate::interrupt::Interrupt>);
 
 impl Interrupted {
-    pub(crate) fn one(interrupt: crate::Interrupt) -> Self {
+    pub(crate) fn one(interrupt: crate::interrupt::Interrupt) -> Self {
         Self(vec![interrupt])
     }
 }

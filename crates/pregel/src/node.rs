@@ -243,8 +243,8 @@ impl NodeWriter {
 pub(crate) struct NodeSettings {
     pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) metadata: stategraph_core::JsonMap,
-    pub(crate) cache: Option<crate::CachePolicy>,
-    pub(crate) timeout: Option<crate::TimeoutPolicy>,
+    pub(crate) cache: Option<crate::cache::CachePolicy>,
+    pub(crate) timeout: Option<crate::timeout::TimeoutPolicy>,
     // The node that answers this node's failures (LangGraph's
     // `error_handler`), by name.
     pub(crate) error_handler: Option<Arc<str>>,
@@ -340,7 +340,7 @@ impl PregelNode {
     }
 
     /// Limits how long each attempt of the node may take.
-    pub fn set_timeout(&mut self, policy: Option<crate::TimeoutPolicy>) {
+    pub fn set_timeout(&mut self, policy: Option<crate::timeout::TimeoutPolicy>) {
         self.update_settings(policy.is_none(), |settings| settings.timeout = policy);
     }
 
@@ -388,7 +388,7 @@ impl PregelNode {
 
     /// Caches the node's results under this policy (used when the graph
     /// has a cache).
-    pub fn set_cache_policy(&mut self, policy: crate::CachePolicy) {
+    pub fn set_cache_policy(&mut self, policy: crate::cache::CachePolicy) {
         self.update_settings(false, |settings| settings.cache = Some(policy));
     }
 

@@ -75,7 +75,7 @@ impl CompileOptions {
 
     /// Gives every node the long-term memory `store` (LangGraph's
     /// `compile(store=...)`): any [`Store`], read in a node with
-    /// [`TaskContext::store`](stategraph_pregel::TaskContext::store).
+    /// [`TaskContext::store`](crate::TaskContext::store).
     /// Subgraphs without a store of their own use it too.
     #[must_use]
     pub fn store(self, store: impl Store) -> Self {
@@ -92,7 +92,7 @@ impl CompileOptions {
     /// LangGraph's `debug=True`: every run prints its `updates` and `values`
     /// chunks as `tracing` events (target `stategraph::print`, INFO), whatever
     /// modes it streams; see
-    /// [`RunOptions::print_modes`](stategraph_pregel::RunOptions::print_modes).
+    /// [`RunOptions::print_modes`](crate::RunOptions::print_modes).
     #[must_use]
     pub fn debug(mut self, debug: bool) -> Self {
         self.debug = debug;
@@ -102,7 +102,7 @@ impl CompileOptions {
     /// Static breakpoints (LangGraph's `interrupt_before=`): runs stop
     /// before a step that would run one of these nodes (`"*"`: any node) and
     /// continue from there when resumed with no input
-    /// ([`Input::Resume`](stategraph_pregel::Input::Resume)). Needs a
+    /// ([`Input::Resume`](crate::Input::Resume)). Needs a
     /// checkpointer to resume. Unknown names fail `compile`.
     #[must_use]
     pub fn interrupt_before<I, S>(mut self, nodes: I) -> Self

@@ -20,8 +20,8 @@ use crate::shape::GraphShape;
 pub(crate) struct Sink {
     pub(crate) queue: Arc<ChunkQueue>,
     pub(crate) modes: StreamModes,
-    pub(crate) namespace: crate::Namespace,
-    pub(crate) shown: crate::IoChannels,
+    pub(crate) namespace: crate::chunk::Namespace,
+    pub(crate) shown: crate::shape::IoChannels,
     /// The ids of the messages the `messages` mode has sent to the queue
     /// (shared by every sink of one queue).
     pub(crate) seen: crate::run_info::SeenMessages,
@@ -32,10 +32,10 @@ pub(crate) struct Sink {
 
 impl Sink {
     /// Whether `values`/`updates` chunks of this sink show `channel`.
-    pub(crate) fn shows(&self, channel: crate::ChannelId) -> bool {
+    pub(crate) fn shows(&self, channel: crate::shape::ChannelId) -> bool {
         match &self.shown {
-            crate::IoChannels::One(c) => *c == channel,
-            crate::IoChannels::Many(cs) => cs.contains(&channel),
+            crate::shape::IoChannels::One(c) => *c == channel,
+            crate::shape::IoChannels::Many(cs) => cs.contains(&channel),
         }
     }
 
@@ -84,7 +84,7 @@ pub(crate) struct RunInfo {
     /// subgraph runs).
     pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
     /// The interrupts the run stopped on (what `invoke` reports).
-    pub(crate) interrupts: Mutex<Vec<crate::Interrupt>>,
+    pub(crate) interrupts: Mutex<Vec<crate::interrupt::Interrupt>>,
     /// Where the run checkpoints, if it does.
     pub(crate) scope: Option<PersistScope>,
     /// The pending writes of the checkpoint a resumed run started from,
@@ -107,7 +107,7 @@ pub(crate) type AnswerMap = serde_json::Map<String, serde_json::Value>;
 pub(crate) struct PersistScope {
     pub(crate) saver: stategraph_checkpoint::SharedSaver,
     pub(crate) checkpoint_ns: String,
-    pub(crate) durability: crate::Durability,
+    pub(crate) durability: crate::run_info::Durability,
     pub(crate) parents: std::collections::BTreeMap<String, stategraph_core::CheckpointId>,
     /// A subgraph run: it resumes its namespace's checkpoint when that has
     /// unfinished tasks (its parent task is running again), whatever its
@@ -301,14 +301,14 @@ impl RunInfo {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
     }
 
-    pub(crate) fn record_interrupts(&self, found: &[crate::Interrupt]) {
+    pub(crate) fn record_interrupts(&self, found: &[crate::interrupt::Interrupt]) {
         self.interrupts
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .extend_from_slice(found);
     }
 
-    pub(crate) fn interrupts(&self) -> Vec<crate::Interrupt> {
+    pub(crate) fn interrupts(&self) -> Vec<crate::interrupt::Interrupt> {
         self.interrupts
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -345,7 +345,7 @@ pub struct RunOptions {
     pub(crate) forward: Option<Forward>,
     // Set for the run of a subgraph inside a parent's task.
     pub(crate) nested: bool,
-    pub(crate) durability: crate::Durability,
+    pub(crate) durability: crate::run_info::Durability,
     pub(crate) print: StreamModes,
     pub(crate) interrupt_before: Option<Vec<String>>,
     pub(crate) interrupt_after: Option<Vec<String>>,
@@ -362,7 +362,7 @@ pub struct RunOptions {
 pub(crate) struct Forward {
     pub(crate) queue: Arc<ChunkQueue>,
     pub(crate) modes: StreamModes,
-    pub(crate) namespace: crate::Namespace,
+    pub(crate) namespace: crate::chunk::Namespace,
     pub(crate) seen: crate::run_info::SeenMessages,
 }
 
@@ -384,7 +384,7 @@ impl RunOptions {
     }
 
     /// A run-scoped, typed context that every node can read with
-    /// [`TaskContext::context`] (LangGraph's `context=` / `Runtime.context`).
+    /// [`TaskContext::context`](crate::TaskContext::context) (LangGraph's `context=` / `Runtime.context`).
     #[must_use]
     pub fn context<C: Any + Send + Sync>(mut self, context: C) -> Self {
         self.context = Some(Arc::new(context));
@@ -402,7 +402,7 @@ impl RunOptions {
     /// When a run of a graph with a checkpointer saves its checkpoints
     /// (LangGraph's `durability`; default [`Durability::Async`](crate::Durability::Async)).
     #[must_use]
-    pub fn durability(mut self, durability: crate::Durability) -> Self {
+    pub fn durability(mut self, durability: crate::run_info::Durability) -> Self {
         self.durability = durability;
         self
     }

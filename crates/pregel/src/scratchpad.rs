@@ -130,7 +130,7 @@ impl Scratchpad {
     /// Records the answer a resume map gives the next unanswered interrupt.
     pub(crate) fn answer_from(&self, map: &serde_json::Map<String, serde_json::Value>) {
         let mut answers = self.answers();
-        let next = crate::Interrupt::id_for(self.namespace(), answers.len());
+        let next = crate::interrupt::Interrupt::id_for(self.namespace(), answers.len());
         if let Some(answer) = map.get(&next) {
             answers.push(Value::from_json(answer.clone()));
         }
@@ -148,9 +148,9 @@ impl Scratchpad {
             answers.push(answer.clone());
             return Ok(answer);
         }
-        Err(Interrupted::one(crate::Interrupt {
+        Err(Interrupted::one(crate::interrupt::Interrupt {
             value,
-            id: crate::Interrupt::id_for(self.namespace(), answers.len()),
+            id: crate::interrupt::Interrupt::id_for(self.namespace(), answers.len()),
         }))
     }
 
@@ -170,7 +170,8 @@ impl Scratchpad {
         if let Some(answer) = answers.answers.get(index) {
             return Ok(answer.clone());
         }
-        let id = crate::Interrupt::id_for(&[self.namespace(), "|", scope].concat(), index);
+        let id =
+            crate::interrupt::Interrupt::id_for(&[self.namespace(), "|", scope].concat(), index);
         let by_id = run
             .answers()
             .and_then(|map| map.get(&id).map(|answer| Value::from_json(answer.clone())));
@@ -178,6 +179,6 @@ impl Scratchpad {
             answers.answers.push(answer.clone());
             return Ok(answer);
         }
-        Err(Interrupted::one(crate::Interrupt { value, id }))
+        Err(Interrupted::one(crate::interrupt::Interrupt { value, id }))
     }
 }

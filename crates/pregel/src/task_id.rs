@@ -241,7 +241,7 @@ pub(crate) struct TaskIdInputs {
     pub(crate) run_namespace: Arc<str>,
     pub(crate) step: i64,
     pub(crate) shape: Arc<GraphShape>,
-    pub(crate) node: crate::NodeId,
+    pub(crate) node: crate::shape::NodeId,
     /// A pull task's sorted trigger names, else its `Send` (or update) index.
     pub(crate) path: IdPath,
 }

@@ -219,7 +219,7 @@ pub(super) fn address(spec: &Arc<dyn Channel>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Pregel;
+    use crate::graph::Pregel;
     use stategraph_channels::{EphemeralValue, LastValue};
 
     fn graph() -> Arc<CompiledGraph> {

@@ -494,12 +494,12 @@ pub(super) async fn run_task(
 }
 
 pub(super) fn run_with_retry<'a>(
-    func: &'a crate::NodeFn,
+    func: &'a crate::node::NodeFn,
     name: &'a str,
     input: Value,
     ctx: TaskContext,
     policies: &'a [retry::RetryPolicy],
-    timeout: Option<crate::TimeoutPolicy>,
+    timeout: Option<crate::timeout::TimeoutPolicy>,
 ) -> impl Future<Output = std::result::Result<NodeOutput, NodeError>> + std::marker::Send + 'a {
     use futures::future::Either;
     let Some(policy) = timeout else {
@@ -527,7 +527,7 @@ pub(super) fn run_with_retry<'a>(
 /// future is made or polled) becomes a `Panic` error. The common case's
 /// future stays small: no retry loop, no backoff timer.
 pub(super) async fn once(
-    func: &crate::NodeFn,
+    func: &crate::node::NodeFn,
     input: Value,
     ctx: &TaskContext,
 ) -> Result<NodeOutput, NodeError> {

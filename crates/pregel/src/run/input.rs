@@ -125,7 +125,7 @@ impl PregelLoop {
                 "Cannot use Command(resume=...) without checkpointer".into(),
             ));
         }
-        if command.graph == crate::CommandGraph::Parent {
+        if command.graph == crate::command::CommandGraph::Parent {
             return Err(PregelError::InvalidUpdate(
                 "There is no parent graph".into(),
             ));
@@ -179,7 +179,7 @@ impl Serialize for InputCommand {
 
         let command = &self.0;
         let mut map = serializer.serialize_map(None)?;
-        if command.graph == crate::CommandGraph::Parent {
+        if command.graph == crate::command::CommandGraph::Parent {
             map.serialize_entry("graph", "__parent__")?;
         }
         if !command.update.is_empty() {

@@ -78,7 +78,7 @@ pub(super) fn detached(graph: &Arc<CompiledGraph>) -> PregelLoop {
     let sink = Sink {
         queue: Arc::default(),
         modes: StreamModes::NONE,
-        namespace: crate::Namespace::ROOT,
+        namespace: crate::chunk::Namespace::ROOT,
         shown: graph.stream.clone(),
         seen: crate::run_info::SeenMessages::default(),
         latest_only: false,
@@ -88,7 +88,7 @@ pub(super) fn detached(graph: &Arc<CompiledGraph>) -> PregelLoop {
         RunnableConfig::default(),
         sink,
         None,
-        &crate::RunOptions::default(),
+        &crate::run_info::RunOptions::default(),
         None,
     );
     PregelLoop::new(graph.clone(), run)
