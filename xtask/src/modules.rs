@@ -18,8 +18,7 @@ const MAX_LINES: usize = 800;
 
 pub(crate) fn check(root: &Path) -> Result<()> {
     let dir = root.join(RUNTIME);
-    let mut sources = BTreeMap::new();
-    read_modules(&dir, &dir, &mut sources)?;
+    let sources = read_modules(&dir)?;
     let modules: BTreeSet<String> = sources.keys().cloned().collect();
     let mut problems = Vec::new();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -80,28 +79,29 @@ pub(crate) fn check(root: &Path) -> Result<()> {
     }
 }
 
-/// Reads every `.rs` file under `dir`, keyed by module path (`""` for
-/// `lib.rs`, `run::plan` for `run/plan.rs`).
-fn read_modules(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            read_modules(base, &path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let relative = path.strip_prefix(base).unwrap_or(&path).with_extension("");
-            let mut module: Vec<String> = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if module.last().is_some_and(|m| m == "mod" || m == "lib") {
-                module.pop();
-            }
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            out.insert(module.join("::"), text);
+/// Reads every `.rs` file under `dir` (found by tidy's walk), keyed by
+/// module path (`""` for `lib.rs`, `run::plan` for `run/plan.rs`).
+fn read_modules(dir: &Path) -> Result<BTreeMap<String, String>> {
+    let mut files = Vec::new();
+    crate::tidy::collect(dir, &mut files)?;
+    let mut out = BTreeMap::new();
+    for path in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
+        let relative = path.strip_prefix(dir).unwrap_or(path).with_extension("");
+        let mut module: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if module.last().is_some_and(|m| m == "mod" || m == "lib") {
+            module.pop();
         }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        out.insert(module.join("::"), text);
     }
-    Ok(())
+    Ok(out)
 }
 
 fn file_of(module: &str) -> String {
@@ -202,9 +202,8 @@ fn segments(part: &str) -> Vec<String> {
         .collect()
 }
 
-/// The longest prefix of `path` that is a module other than the root; the
-/// root itself only for `crate::some_module_item` paths that are macros
-/// or functions of `lib.rs`, which the runtime has none of.
+/// The longest prefix of `path` that names a module other than the crate
+/// root; `None` for a path into the root (a re-export).
 fn defining_module(path: &[String], modules: &BTreeSet<String>) -> Option<String> {
     (1..=path.len())
         .rev()

@@ -105,7 +105,7 @@ fn check_manifest(shown: &str, text: &str, path: &Path, problems: &mut Vec<Strin
     }
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+pub(crate) fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     if !dir.exists() {
         return Ok(());
     }

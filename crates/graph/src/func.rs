@@ -139,7 +139,7 @@ impl Entrypoint {
         if self.name == START || self.name == END {
             return Err(GraphError::ReservedName(self.name));
         }
-        let mut builder = Pregel::builder().options(options.clone());
+        let mut builder = Pregel::builder().options(options);
         let start = builder.add_channel(START, EphemeralValue::<Value>::new())?;
         let end = builder.add_channel(END, LastValue::<Value>::new())?;
         let previous = builder.add_channel(PREVIOUS, LastValue::<Value>::new())?;
