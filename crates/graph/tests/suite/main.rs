@@ -12,6 +12,7 @@ mod crash;
 mod debug_print;
 mod endurance;
 mod error_handlers;
+mod fidelity;
 mod hitl;
 mod hostile_input;
 mod input_maps;

@@ -62,7 +62,9 @@ pub struct PregelTask {
     pub path: serde_json::Value,
     /// The saved error of a failed task, `Class('message')`.
     pub error: Option<String>,
-    /// The interrupts the task raised.
+    /// The interrupts the task raised: for a thread's latest state only
+    /// those still waiting for an answer (none once the task finished), for
+    /// a past checkpoint all of them.
     pub interrupts: Vec<Interrupt>,
     /// A finished task's writes to the state keys.
     pub result: Option<Value>,
@@ -156,11 +158,18 @@ pub(super) fn snapshot(
                         .map_or_else(|_| w.value.type_name().to_owned(), |s| (*s).clone()),
                 }
             }),
-            interrupts: writes
-                .iter()
-                .filter(|w| w.channel == names::INTERRUPT)
-                .flat_map(|w| interrupts_of(&w.value))
-                .collect(),
+            // The latest state lists only the questions still waiting for
+            // an answer (none for a finished task); a past checkpoint is a
+            // record of the step and lists every interrupt raised in it.
+            interrupts: if live && done {
+                Vec::new()
+            } else {
+                writes
+                    .iter()
+                    .filter(|w| w.channel == names::INTERRUPT)
+                    .flat_map(|w| interrupts_of(&w.value))
+                    .collect()
+            },
             result,
             state: graph.nodes[task.node].subgraph.then(|| CheckpointConfig {
                 thread_id: tuple.config.thread_id.clone(),

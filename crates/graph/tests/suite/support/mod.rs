@@ -25,6 +25,17 @@ pub(crate) fn fixture(case: &str) -> Json {
     serde_json::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
 }
 
+/// What LangGraph 1.2.22 did in one fidelity check (issue 23), recorded by
+/// `fixtures/fidelity/record/<case>.py`.
+pub(crate) fn fidelity(case: &str) -> Json {
+    let path = format!(
+        "{}/../../fixtures/fidelity/{case}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
 /// A sync node body as an async node (`std::future::Ready`).
 pub(crate) fn node<F>(
     f: F,
