@@ -7,8 +7,10 @@
 
 use crate::support;
 
+use support::{chunks, named};
+
 use serde_json::{Value as Json, json};
-use stategraph_checkpoint::InMemorySaver;
+use stategraph_checkpoint::{InMemorySaver, ListQuery};
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
     Command, CompileOptions, NodeError, START, Schema, StateGraph, StateSnapshot, TaskContext,
@@ -69,4 +71,83 @@ async fn parallel_interrupts_partly_answered() {
         RunnableConfig::thread("t").with_checkpoint_id(live.config.checkpoint_id.clone().unwrap());
     let recorded = app.get_state(&at).await.unwrap();
     assert_eq!(snapshot(&recorded), expected["recorded"]);
+}
+
+/// Item 3: `Command(resume=…)` on a thread with no checkpoint. With a
+/// checkpointer the run starts from the beginning and the answer is unused
+/// (its interrupt fires); without one it is an error.
+#[tokio::test]
+async fn resume_on_fresh_thread() {
+    let expected = support::fidelity("resume_on_fresh_thread");
+    let build = |options: CompileOptions| {
+        let mut graph = StateGraph::new(Schema::new().last_value("x"));
+        graph
+            .add_node("a", |s: Json| async move {
+                let x = s["x"].as_str().unwrap_or_default();
+                Ok::<_, NodeError>(json!({"x": format!("{x}a")}))
+            })
+            .unwrap();
+        graph
+            .add_node("ask", |s: Json, ctx: TaskContext| async move {
+                let answer = ctx.interrupt("q")?.to_json()?;
+                let x = s["x"].as_str().unwrap_or_default();
+                Ok::<_, NodeError>(json!({"x": format!("{x} got {}", answer.as_str().unwrap())}))
+            })
+            .unwrap();
+        graph.add_edge(START, "a").unwrap();
+        graph.add_edge("a", "ask").unwrap();
+        graph.compile_with(options).unwrap()
+    };
+    let app = build(CompileOptions::new().checkpointer(InMemorySaver::new()));
+    let resume = |answer: Json| Command::new().resume(Value::from_json(answer));
+    let streamed = |chunks: Vec<Json>| Json::Array(chunks.into_iter().map(named).collect());
+
+    let cfg = RunnableConfig::thread("fresh");
+    assert_eq!(
+        streamed(chunks(&app, resume(json!("hi")), &cfg).await),
+        expected["first"]
+    );
+    let history: Vec<Json> = app
+        .get_state_history(&cfg, ListQuery::default())
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let meta = s.metadata.as_ref().unwrap();
+            json!({
+                "source": meta.source,
+                "step": meta.step,
+                "next": s.next,
+                "values": s.values.to_json().unwrap(),
+            })
+        })
+        .collect();
+    assert_eq!(Json::Array(history), expected["history"]);
+    assert_eq!(
+        streamed(chunks(&app, resume(json!("second")), &cfg).await),
+        expected["second"]
+    );
+
+    let cfg = RunnableConfig::thread("with-update");
+    let with_update = resume(json!("hi")).update("x", Value::from_json(json!("u")));
+    assert_eq!(
+        streamed(chunks(&app, with_update, &cfg).await),
+        expected["with_update"]
+    );
+
+    let cfg = RunnableConfig::thread("by-id");
+    let by_id = Command::new().resume_by_id([(
+        "0123456789abcdef0123456789abcdef".to_owned(),
+        Value::from_json(json!("hi")),
+    )]);
+    assert_eq!(streamed(chunks(&app, by_id, &cfg).await), expected["by_id"]);
+
+    let plain = build(CompileOptions::new());
+    let err = plain
+        .invoke(resume(json!("hi")), &RunnableConfig::default())
+        .await
+        .unwrap_err();
+    let without = &expected["without_checkpointer"];
+    assert_eq!(support::error_json(&err)["$error"], without["error"]);
+    assert_eq!(err.to_string(), without["message"].as_str().unwrap());
 }

@@ -18,42 +18,13 @@ use stategraph_checkpoint::{CheckpointSaver, InMemorySaver, ListQuery};
 use stategraph_checkpoint_sqlite::SqliteSaver;
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
-    Command, CompileOptions, CompiledStateGraph, NodeError, START, Schema, StateGraph, StreamMode,
+    Command, CompileOptions, CompiledStateGraph, NodeError, START, Schema, StateGraph,
     SubgraphCheckpoints, TaskContext,
 };
-use stategraph_pregel::{Input, StreamModes};
-use support::log_history;
+use stategraph_pregel::Input;
+use support::{chunks, log_history, named};
 
 type Runs = Arc<Mutex<Vec<String>>>;
-
-/// Streams `updates` and `values`; the chunks as `[mode, payload]`.
-async fn chunks(
-    app: &CompiledStateGraph,
-    input: impl Into<Input>,
-    cfg: &RunnableConfig,
-) -> Vec<Json> {
-    let modes = StreamModes::from([StreamMode::Updates, StreamMode::Values]);
-    app.stream(input, cfg, modes)
-        .map(|chunk| {
-            let chunk = chunk.unwrap();
-            json!([chunk.mode.as_str(), chunk.to_json()])
-        })
-        .collect()
-        .await
-}
-
-/// Interrupt ids replaced by the value they ask for, so chunks compare.
-fn named(mut chunk: Json) -> Json {
-    if let Some(items) = chunk
-        .pointer_mut("/1/__interrupt__")
-        .and_then(Json::as_array_mut)
-    {
-        for item in items {
-            *item = item["value"].clone();
-        }
-    }
-    chunk
-}
 
 /// `START -> a -> {b, c, d}`: `b` and `c` interrupt, `d` finishes.
 fn parallel(saver: impl CheckpointSaver, runs: &Runs) -> CompiledStateGraph {

@@ -77,9 +77,22 @@ impl PregelLoop {
     /// A graph with several input channels (a raw `Pregel`) gets only the
     /// command's writes (LangGraph raises a `TypeError` there), and so does a
     /// graph whose typed input channel cannot hold a command.
-    pub(super) fn apply_command_input(&mut self, command: Command) -> Result<Vec<ChannelId>> {
+    ///
+    /// A `resume` answers nothing on a thread without a checkpoint: with a
+    /// checkpointer the run starts as if the command had no `resume` (its
+    /// interrupts fire), as LangGraph's does; without one it is an error.
+    pub(super) fn apply_command_input(&mut self, mut command: Command) -> Result<Vec<ChannelId>> {
+        let resumes = command.resume.is_some();
+        if resumes {
+            if self.persist.is_none() {
+                return Err(PregelError::Runtime(
+                    "Cannot use Command(resume=...) without checkpointer".into(),
+                ));
+            }
+            command.resume = None;
+        }
         let writes = self.command_writes(command.clone())?;
-        if writes.is_empty() {
+        if writes.is_empty() && !resumes {
             return Err(PregelError::EmptyInput(self.input_names()));
         }
         let mut null_task = Task::input(writes);
@@ -118,13 +131,9 @@ impl PregelLoop {
         }
     }
 
+    /// The channel writes of a command's `goto` and `update` (its `resume`
+    /// is the caller's to handle).
     pub(super) fn command_writes(&self, command: Command) -> Result<Vec<(ChannelId, Value)>> {
-        if command.resume.is_some() {
-            // Resuming needs saved interrupts, hence a checkpointer.
-            return Err(PregelError::Runtime(
-                "Cannot use Command(resume=...) without checkpointer".into(),
-            ));
-        }
         if command.graph == crate::command::CommandGraph::Parent {
             return Err(PregelError::InvalidUpdate(
                 "There is no parent graph".into(),

@@ -36,6 +36,35 @@ pub(crate) fn fidelity(case: &str) -> Json {
     serde_json::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
 }
 
+/// Streams `updates` and `values`; the chunks as `[mode, payload]`.
+pub(crate) async fn chunks(
+    app: &CompiledStateGraph,
+    input: impl Into<Input>,
+    cfg: &RunnableConfig,
+) -> Vec<Json> {
+    let modes = StreamModes::from([StreamMode::Updates, StreamMode::Values]);
+    app.stream(input, cfg, modes)
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            json!([chunk.mode.as_str(), chunk.to_json()])
+        })
+        .collect()
+        .await
+}
+
+/// Interrupt ids replaced by the value they ask for, so chunks compare.
+pub(crate) fn named(mut chunk: Json) -> Json {
+    if let Some(items) = chunk
+        .pointer_mut("/1/__interrupt__")
+        .and_then(Json::as_array_mut)
+    {
+        for item in items {
+            *item = item["value"].clone();
+        }
+    }
+    chunk
+}
+
 /// A sync node body as an async node (`std::future::Ready`).
 pub(crate) fn node<F>(
     f: F,
