@@ -12,6 +12,10 @@
 //! `create_react_agent` raises `INVALID_CHAT_HISTORY` before such a call;
 //! [`HistoryRepair::Error`] does the same, and the other policies repair
 //! the request instead (never the stored state).
+//!
+//! The agent repairs the conversation (`messages`), never a window a
+//! pre-model hook chose for the model (`llm_input_messages`): that one is
+//! sent as it is, as LangGraph sends it.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};

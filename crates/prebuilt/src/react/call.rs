@@ -1,5 +1,6 @@
 //! The agent's model call: which model, what it is sent, what it answers.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -44,14 +45,23 @@ impl ModelCall {
                 true => messages_at(&state, "llm_input_messages")?,
                 false => Arc::new(Vec::new()),
             };
-            let input = if hook_input.is_empty() {
-                messages_at(&state, "messages")?
-            } else {
-                hook_input
-            };
             // Every tool call answered once before the model sees the
-            // conversation (borrowed when it already is).
-            let conversation = repair_history(&input, self.repair)?;
+            // conversation (borrowed when it already is). Repair works on
+            // the conversation only: a window the hook chose goes to the
+            // model as it is (a result whose call is outside it included),
+            // as in LangGraph, which only checks that every call in it has a
+            // result (`HistoryRepair::Error`).
+            let window = !hook_input.is_empty();
+            let input = if window {
+                hook_input
+            } else {
+                messages_at(&state, "messages")?
+            };
+            let conversation = if window && self.repair != HistoryRepair::Error {
+                Cow::Borrowed(input.as_slice())
+            } else {
+                repair_history(&input, self.repair)?
+            };
             // Without a prompt the model reads the conversation itself: no
             // copy of it per call.
             let prompted = self.prompt.apply(&conversation);

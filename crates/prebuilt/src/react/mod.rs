@@ -200,14 +200,25 @@ impl ReactAgent {
         self
     }
 
-    /// What the agent does before a model call when a tool call of the
-    /// conversation has no result (a tool failed without error handling,
-    /// the process stopped mid-call, a person rejected a call, a new
-    /// message came in first). By default
-    /// ([`HistoryRepair::SynthesizeError`]) the model is sent an error
-    /// result for it, so every request is valid; [`HistoryRepair::Error`]
-    /// fails the call with LangGraph's `INVALID_CHAT_HISTORY` error. The
-    /// stored conversation is never changed.
+    /// What the agent does before a model call when the conversation's
+    /// tool calls and results do not pair up: a call has no result (a tool
+    /// failed without error handling, the process stopped mid-call, a
+    /// person rejected a call, a new message came in first), a result is
+    /// not right after its call, a call has two results, or a result
+    /// answers a call the conversation does not hold.
+    ///
+    /// By default ([`HistoryRepair::SynthesizeError`]) the model is sent
+    /// the conversation with an error result after each unanswered call,
+    /// each result moved right after its call, and repeated results and
+    /// results of calls it does not hold left out, so every request is one
+    /// a provider accepts; [`HistoryRepair::DropCalls`] leaves the
+    /// unanswered calls out instead; [`HistoryRepair::Error`] fails the call
+    /// with LangGraph's `INVALID_CHAT_HISTORY` error when a call has no
+    /// result. The stored conversation is never changed.
+    ///
+    /// Repair works on the conversation only: the `llm_input_messages` a
+    /// pre-model hook gives are sent as they are, as LangGraph sends them
+    /// (only [`HistoryRepair::Error`] checks them, as LangGraph does).
     pub fn history_repair(mut self, policy: HistoryRepair) -> Self {
         self.history_repair = policy;
         self
@@ -255,7 +266,8 @@ impl ReactAgent {
     /// a node over [`AgentState`] that may trim or summarise the
     /// conversation, either for good (a `messages` update) or only for the
     /// model (an `llm_input_messages` update, which the model is then sent
-    /// instead of the conversation).
+    /// instead of the conversation, as it is: see
+    /// [`ReactAgent::history_repair`]).
     pub fn pre_model_hook<M>(mut self, hook: impl IntoNode<M>) -> Self {
         self.pre_model_hook = Some(Hook(NodeSpec::new(hook)));
         self

@@ -16,6 +16,7 @@ mod stand_in;
 mod agent_hooks;
 mod agent_options;
 mod agent_state;
+mod fidelity;
 mod history;
 mod invalid_calls;
 mod review;
