@@ -9,11 +9,13 @@ use crate::support;
 
 use support::{chunks, named};
 
+use futures::StreamExt;
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::{InMemorySaver, ListQuery};
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
-    Command, CompileOptions, NodeError, START, Schema, StateGraph, StateSnapshot, TaskContext,
+    Command, CompileOptions, NodeError, NodeSpec, RunOptions, START, Schema, StateGraph,
+    StateSnapshot, StreamMode, TaskContext,
 };
 
 /// A snapshot in the recorders' shape: interrupts by the value they ask.
@@ -150,4 +152,120 @@ async fn resume_on_fresh_thread() {
     let without = &expected["without_checkpointer"];
     assert_eq!(support::error_json(&err)["$error"], without["error"]);
     assert_eq!(err.to_string(), without["message"].as_str().unwrap());
+}
+
+/// Item 4: a subgraph node's `updates` chunk is the subgraph's output as
+/// the parent's keys hold it: the keys the parent has (unchanged ones
+/// included), never the subgraph's own keys.
+#[tokio::test]
+async fn subgraph_private_update() {
+    let expected = support::fidelity("subgraph_private_update");
+    for (case, finish) in [("only_private", false), ("both", true)] {
+        let mut child = StateGraph::new(
+            Schema::new()
+                .last_value("topic")
+                .last_value("draft")
+                .last_value("result"),
+        );
+        child
+            .add_node("draft", |s: Json| async move {
+                let topic = s["topic"].as_str().unwrap().to_owned();
+                Ok::<_, NodeError>(json!({"draft": format!("draft on {topic}")}))
+            })
+            .unwrap();
+        child.add_edge(START, "draft").unwrap();
+        if finish {
+            child
+                .add_node("finish", |s: Json| async move {
+                    let draft = s["draft"].as_str().unwrap().to_uppercase();
+                    Ok::<_, NodeError>(json!({"result": draft}))
+                })
+                .unwrap();
+            child.add_edge("draft", "finish").unwrap();
+        }
+        let mut parent = StateGraph::new(Schema::new().last_value("topic").last_value("result"));
+        parent.add_node("join", child.compile().unwrap()).unwrap();
+        parent.add_edge(START, "join").unwrap();
+        let app = parent.compile().unwrap();
+        let input = || json!({"topic": "cats"});
+        let cfg = RunnableConfig::default();
+        let expected = &expected[case];
+
+        let updates = app
+            .stream(input(), &cfg, StreamMode::Updates)
+            .map(|chunk| chunk.unwrap().to_json())
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(Json::Array(updates), expected["updates"], "{case}");
+
+        let nested = app
+            .stream_with(
+                input(),
+                &cfg,
+                StreamMode::Updates,
+                RunOptions::new().subgraphs(true),
+            )
+            .map(|chunk| {
+                let chunk = chunk.unwrap();
+                let ns: Vec<&str> = chunk
+                    .namespace
+                    .iter()
+                    .map(|part| part.split(':').next().unwrap())
+                    .collect();
+                json!([ns, chunk.to_json()])
+            })
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(Json::Array(nested), expected["subgraph_updates"], "{case}");
+
+        let values = app
+            .stream(input(), &cfg, StreamMode::Values)
+            .map(|chunk| chunk.unwrap().to_json())
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(Json::Array(values), expected["values"], "{case}");
+    }
+}
+
+/// Item 4, the `None` form: when the node writes none of the parent's keys
+/// (a subgraph whose output holds only its own keys, or a node returning
+/// only keys the parent does not have), `updates` shows `{"join": null}`;
+/// a node returning both kinds shows only the parent's keys.
+#[tokio::test]
+async fn node_update_with_no_parent_key() {
+    let expected = support::fidelity("subgraph_private_update");
+    let mut child = StateGraph::new(Schema::new().last_value("topic").last_value("draft"))
+        .with_output_keys(["draft"])
+        .unwrap();
+    child
+        .add_node("draft", |s: Json| async move {
+            let topic = s["topic"].as_str().unwrap().to_owned();
+            Ok::<_, NodeError>(json!({"draft": format!("draft on {topic}")}))
+        })
+        .unwrap();
+    child.add_edge(START, "draft").unwrap();
+    let private_output = NodeSpec::new(child.compile().unwrap());
+    let unknown_keys = NodeSpec::new(|_: Json| async { Ok::<_, NodeError>(json!({"draft": "x"})) });
+    for (case, node) in [
+        ("private_output", private_output),
+        ("unknown_keys", unknown_keys),
+    ] {
+        let mut parent = StateGraph::new(Schema::new().last_value("topic").last_value("result"));
+        parent.add_node_spec("join", node).unwrap();
+        parent.add_edge(START, "join").unwrap();
+        let app = parent.compile().unwrap();
+        let cfg = RunnableConfig::default();
+        for mode in [StreamMode::Updates, StreamMode::Values] {
+            let chunks = app
+                .stream(json!({"topic": "cats"}), &cfg, mode)
+                .map(|chunk| chunk.unwrap().to_json())
+                .collect::<Vec<_>>()
+                .await;
+            assert_eq!(
+                Json::Array(chunks),
+                expected[case][mode.as_str()],
+                "{case} {mode:?}"
+            );
+        }
+    }
 }
