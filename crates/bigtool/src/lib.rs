@@ -163,7 +163,6 @@ enum Retrieval {
 /// The state of a BigTool agent: the conversation and the ids of the tools
 /// retrieved so far (each once, in retrieval order).
 #[derive(State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-#[state(crate = "stategraph_graph")]
 pub struct BigToolState {
     /// The conversation.
     #[state(reducer = stategraph_llm::add_messages)]

@@ -64,7 +64,7 @@ pub(crate) fn struct_options(attrs: &[Attribute]) -> syn::Result<StructOptions> 
         })?;
     }
     Ok(StructOptions {
-        root: root.unwrap_or_else(|| syn::parse_quote!(::stategraph_graph)),
+        root: root.unwrap_or_else(|| crate::root::GRAPH.path()),
         rename_all,
     })
 }

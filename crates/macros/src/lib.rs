@@ -4,6 +4,7 @@
 
 mod attrs;
 mod expand;
+mod root;
 mod tool;
 
 use proc_macro::TokenStream;
@@ -12,10 +13,13 @@ use proc_macro::TokenStream;
 /// key per field), a `{Name}Update` partial update nodes return, and a
 /// `{Name}View` zero-copy read view nodes take.
 ///
-/// Use it through `stategraph_graph::State` (the trait and the derive share
-/// the name, like serde's); the generated code names only
-/// `::stategraph_graph`, so a crate using the derive needs `stategraph-graph`
-/// (and serde for the struct's own `Serialize`/`Deserialize`) and nothing else.
+/// Use it through `stategraph_graph::State` or `stategraph::graph::State`
+/// (the trait and the derive share the name, like serde's). The generated
+/// code names the graph crate as the using crate's `Cargo.toml` has it:
+/// `::stategraph_graph` (or its renamed name) when `stategraph-graph` is a
+/// dependency, else `::stategraph::graph` when the facade is. Besides one of
+/// those, a crate using the derive needs serde for the struct's own
+/// `Serialize`/`Deserialize`, and nothing else.
 ///
 /// # Field options: `#[state(...)]`
 ///
@@ -36,7 +40,8 @@ use proc_macro::TokenStream;
 /// # Struct options
 ///
 /// - `#[state(crate = "path")]`: the path of the graph crate in the generated
-///   code (default `::stategraph_graph`), for crates that re-export it.
+///   code, for crates that reach it through a re-export of their own (by
+///   default it is found in `Cargo.toml`, see above).
 /// - `#[serde(rename_all = "...")]` and a field's `#[serde(rename = "...")]`
 ///   decide the key names, so the state's JSON form and its keys agree.
 ///
@@ -79,9 +84,10 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
 ///   function. A missing or ill-typed argument is
 ///   `ToolError::InvalidArgs` naming it, never a panic.
 ///
-/// The generated code names `::stategraph_llm`; through the facade, write
-/// `#[tool(crate = "stategraph::llm")]` (the facade re-exports the macro as
-/// `stategraph::tool`).
+/// The generated code names `stategraph-llm` as the using crate's
+/// `Cargo.toml` has it: `::stategraph_llm` (or its renamed name) when it is a
+/// dependency, else `::stategraph::llm` when the facade is (the facade
+/// re-exports the macro as `stategraph::tool`).
 ///
 /// # Options: `#[tool(...)]`
 ///
@@ -89,9 +95,9 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
 /// - `description = "..."`: the description (default: the doc comment; one
 ///   of the two is required).
 /// - `return_direct`: `Tool::return_direct` is `true`.
-/// - `crate = "path"`: the path of `stategraph-llm` in the generated code
-///   (default `::stategraph_llm`), for crates that reach it through a
-///   re-export.
+/// - `crate = "path"`: the path of `stategraph-llm` in the generated code,
+///   for crates that reach it through a re-export of their own (by default
+///   it is found in `Cargo.toml`, see above).
 ///
 /// # Parameters
 ///

@@ -140,9 +140,7 @@ fn spec(attr: TokenStream, item: &ItemFn) -> syn::Result<ToolSpec> {
         }
     };
     Ok(ToolSpec {
-        krate: options
-            .krate
-            .unwrap_or_else(|| syn::parse_quote!(::stategraph_llm)),
+        krate: options.krate.unwrap_or_else(|| crate::root::LLM.path()),
         name,
         description,
         return_direct: options.return_direct,

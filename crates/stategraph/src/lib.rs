@@ -17,14 +17,14 @@ pub use stategraph_pregel as pregel;
 pub use stategraph_store as store;
 
 /// Turns an `async fn` into a [`llm::Tool`]; see
-/// [`stategraph_macros::tool`]. Through the facade, write
-/// `#[tool(crate = "stategraph::llm")]`:
+/// [`stategraph_macros::tool`]. It finds `stategraph::llm` through the
+/// facade by itself:
 ///
 /// ```
 /// use stategraph::llm::{Tool, ToolError};
 ///
 /// /// Shouts the text back.
-/// #[stategraph::tool(crate = "stategraph::llm")]
+/// #[stategraph::tool]
 /// async fn shout(
 ///     /// What to shout.
 ///     text: String,

@@ -29,7 +29,6 @@ use stategraph::tool;
 
 /// The seed's `CodeGenerationState`.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-#[state(crate = "stategraph::graph")]
 struct CodeGeneration {
     /// The conversation: the requirement comes in as a human message.
     #[state(reducer = stategraph::llm::add_messages)]
@@ -53,7 +52,7 @@ struct CodeGeneration {
 const TESTS: [(f64, f64, f64); 3] = [(2.0, 3.0, 5.0), (0.0, 0.0, 0.0), (-4.0, 1.5, -2.5)];
 
 /// Generates code for the requirements, avoiding earlier mistakes.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn generate_code(
     /// What the code must do.
     requirements: String,
@@ -84,7 +83,7 @@ async fn generate_code(
 }
 
 /// Runs the code on the test cases.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn execute_and_test_code(
     /// The expression to run.
     code: String,
@@ -106,7 +105,7 @@ async fn execute_and_test_code(
 }
 
 /// Turns failed tests into advice for the next attempt.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn reflect_on_errors(
     /// The code that failed.
     code: String,

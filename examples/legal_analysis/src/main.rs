@@ -39,7 +39,6 @@ use stategraph::tool;
 /// The agent's state: the conversation and the knowledge base the entity
 /// linker consults.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-#[state(crate = "stategraph::graph")]
 struct LegalState {
     /// The conversation.
     #[state(reducer = stategraph::llm::add_messages)]
@@ -59,7 +58,7 @@ const LEXICON: [(&str, &str); 5] = [
 
 /// Extracts the legal entities of a text and links them to the knowledge
 /// base.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn extract_legal_entities(
     /// The legal text.
     text: String,
@@ -89,7 +88,7 @@ async fn extract_legal_entities(
 }
 
 /// Analyses the provisions a text cites and whether they apply.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn analyze_legal_provisions(
     /// The legal text.
     document_text: String,
@@ -110,7 +109,7 @@ async fn analyze_legal_provisions(
 }
 
 /// Files the structured result in the knowledge store and returns it.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn structure_legal_information(
     /// What `extract_legal_entities` returned.
     entities: String,

@@ -29,7 +29,6 @@ const XTASK_URL_VAR: &str = "STATEGRAPH_TEST_POSTGRES_URL";
 
 /// One conversation turn: who speaks, what they say, and the replies so far.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-#[state(crate = "stategraph::graph")]
 struct Turn {
     user: String,
     said: String,

@@ -31,7 +31,6 @@ const XTASK_URL_VAR: &str = "STATEGRAPH_TEST_POSTGRES_URL";
 /// A thread's notebook: each field is a channel, kept between runs by the
 /// checkpointer.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-#[state(crate = "stategraph::graph")]
 struct Notebook {
     /// This run's note: the input.
     note: String,

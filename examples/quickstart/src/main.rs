@@ -40,7 +40,7 @@ const QUESTIONS: [&str; 3] = [
 ];
 
 /// Gets the current weather in a city.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn get_weather(
     /// The city, e.g. "Paris".
     city: String,
@@ -56,7 +56,7 @@ async fn get_weather(
 }
 
 /// Works out `a op b` for op one of + - * /.
-#[tool(crate = "stategraph::llm")]
+#[tool]
 async fn calculate(
     /// The left operand.
     a: f64,

@@ -18,7 +18,6 @@ const SET_LENGTH: usize = 5;
 /// The graph's state: each field is a channel. `RoomUpdate` (what nodes
 /// return) and `RoomView` (what they read) are derived from it.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-#[state(crate = "stategraph::graph")]
 struct Room {
     /// What to joke about: the input.
     subjects: Vec<String>,

@@ -85,7 +85,6 @@ pub fn create_react_agent(
 /// ([`ReactAgent::response_format`]). A state without a structured answer
 /// shows only its messages, as [`MessagesState`](stategraph_graph::MessagesState) does.
 #[derive(State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-#[state(crate = "stategraph_graph")]
 pub struct AgentState {
     /// The conversation.
     #[state(reducer = stategraph_llm::add_messages)]
