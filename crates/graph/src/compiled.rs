@@ -11,6 +11,7 @@ use stategraph_pregel::{
 
 use crate::builder::{NodeNames, NodeSpec, StateGraph};
 use crate::draw::{DrawableGraph, GraphStructure};
+use crate::typed::{RunOutcome, TypedInput};
 
 /// A runnable graph (LangGraph's `CompiledStateGraph`).
 ///
@@ -153,26 +154,54 @@ impl CompiledStateGraph {
         self.pregel.invoke(input, config).await
     }
 
-    /// Runs the graph on a typed state and returns the final state
-    /// (see [`State`](trait@crate::State)).
+    /// Runs the graph on a typed input and returns how the run ended, with
+    /// the typed state (see [`State`](trait@crate::State)): finished, or
+    /// paused at interrupts or a breakpoint ([`RunOutcome`]).
     ///
-    /// The input's fields are moved into the graph as live values (no
-    /// serialization); the output is read back without copying what the run
-    /// no longer shares. Keys missing from the output (an ephemeral or topic
-    /// key outside its step, a key outside the output keys) read as their
-    /// type's default.
+    /// The input is an `S::Update` (only the fields set are written), an
+    /// `S` (every field), a [`Command`](stategraph_pregel::Command) or an
+    /// [`Input`] ([`TypedInput`]). Its values are moved into the graph as
+    /// live values (no serialization); the output is read back without
+    /// copying what the run no longer shares. Keys missing from the output
+    /// (an ephemeral or topic key outside its step, a key outside the output
+    /// keys) read as their type's default.
     ///
     /// # Errors
     /// What stopped the run, or an output value that does not decode to its
     /// field's type.
     pub async fn invoke_typed<S: crate::State>(
         &self,
-        input: S,
+        input: impl TypedInput<S>,
         config: &RunnableConfig,
-    ) -> Result<S> {
-        let input: stategraph_pregel::ChannelValues = S::Update::from(input).into();
-        let output = self.invoke(Value::new(input), config).await?;
-        Ok(crate::state::from_output::<S>(output)?)
+    ) -> Result<RunOutcome<S>> {
+        self.invoke_typed_with(input, config, RunOptions::default())
+            .await
+    }
+
+    /// [`CompiledStateGraph::invoke_typed`] with run options (a typed
+    /// context read by nodes through `TaskContext::context`).
+    ///
+    /// # Errors
+    /// As [`CompiledStateGraph::invoke_typed`].
+    pub async fn invoke_typed_with<S: crate::State>(
+        &self,
+        input: impl TypedInput<S>,
+        config: &RunnableConfig,
+        options: RunOptions,
+    ) -> Result<RunOutcome<S>> {
+        let output = self
+            .pregel
+            .invoke_parts(input.into_input(), config, options)
+            .await?;
+        let state = crate::state::from_output::<S>(output.value)?;
+        Ok(if output.paused {
+            RunOutcome::Interrupted {
+                state,
+                interrupts: output.interrupts,
+            }
+        } else {
+            RunOutcome::Done(state)
+        })
     }
 
     /// [`CompiledStateGraph::invoke`] with run options (a typed context read

@@ -12,6 +12,7 @@ mod node;
 mod schema;
 mod start;
 mod state;
+mod typed;
 
 pub use builder::{NodeDefaults, NodeSpec, PathMap, StateGraph};
 pub use compiled::CompiledStateGraph;
@@ -27,12 +28,13 @@ pub use state::State;
 /// `#[derive(State)]`: see the [`State`](trait@State) trait.
 pub use stategraph_macros::State;
 pub use stategraph_pregel::CompileOptions;
+pub use typed::{Paused, RunOutcome, TypedInput};
 
 pub use stategraph_pregel::{
     CachePolicy, ChannelValues, Command, Durability, InMemoryCache, Interrupt, Interrupted,
-    MessageEvent, NODE_TIMEOUT_ERROR, NodeError, NodeFailure, PregelTask, RefreshOn, RetryOn,
-    RetryPolicy, RunOptions, Send, StateSnapshot, StateUpdate, StreamChunk, StreamMode,
-    StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext, TimeoutPolicy,
+    MessageEvent, NODE_TIMEOUT_ERROR, NodeError, NodeFailure, NodeUpdate, PregelTask, RefreshOn,
+    RetryOn, RetryPolicy, RunOptions, Send, StateSnapshot, StateUpdate, StreamChunk, StreamMode,
+    StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext, TimeoutPolicy, UpdatePayload,
 };
 
 /// The entry pseudo-node.
@@ -51,8 +53,8 @@ pub mod __private {
         reducers,
     };
     pub use stategraph_core::{Value, ValueError};
-    pub use stategraph_pregel::{ChannelValues, NodeError, NodeOutput};
+    pub use stategraph_pregel::{ChannelValues, Input, NodeError, NodeOutput};
 
     pub use crate::state::{decode_key, default_value, state_values};
-    pub use crate::{FromInput, IntoNodeOutput, Schema, State};
+    pub use crate::{FromInput, IntoNodeOutput, Schema, State, TypedInput};
 }

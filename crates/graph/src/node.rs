@@ -302,10 +302,10 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
                     .await
                 {
                     // The subgraph stopped on interrupts: so does this task.
-                    Ok((_, interrupts)) if !interrupts.is_empty() => {
-                        Err(stategraph_pregel::Interrupted(interrupts).into())
+                    Ok(output) if !output.interrupts.is_empty() => {
+                        Err(stategraph_pregel::Interrupted(output.interrupts).into())
                     }
-                    Ok((output, _)) => Ok(NodeOutput::Value(output)),
+                    Ok(output) => Ok(NodeOutput::Value(output.value)),
                     Err(stategraph_pregel::PregelError::ParentCommand(command)) => {
                         let mut command = *command;
                         command.graph = stategraph_pregel::CommandGraph::Current;

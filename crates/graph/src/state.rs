@@ -78,8 +78,9 @@ use crate::{FromInput, IntoNodeOutput, Schema};
 /// graph.add_edge("generate", END)?;
 /// let app = graph.compile()?;
 ///
-/// let input = Overall { subjects: vec!["cats".into(), "elephants".into()], ..Default::default() };
-/// let out = app.invoke_typed(input, &Default::default()).await?;
+/// // Only the fields set are written (`OverallUpdate`, as LangGraph's input dict).
+/// let input = OverallUpdate::default().subjects(vec!["cats".into(), "elephants".into()]);
+/// let out = app.invoke_typed(input, &Default::default()).await?.done()?;
 /// assert_eq!(out.jokes, ["a joke about cats", "a joke about elephants"]);
 /// assert_eq!(out.best, "a joke about elephants");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -109,6 +110,52 @@ pub trait State: Sized + std::marker::Send + Sync + 'static {
     /// # Errors
     /// A value that does not decode to its field's type, naming the key.
     fn view(values: &ChannelValues) -> Result<Self::View, ValueError>;
+
+    /// Reads a map of keys into an update: a field is set when its key is in
+    /// the map (an `updates` chunk's payload, a node's output).
+    ///
+    /// # Errors
+    /// A value that does not decode to its field's type, naming the key.
+    fn update(values: &ChannelValues) -> Result<Self::Update, ValueError>;
+
+    /// The typed state of a state map: a snapshot's `values`, a `values`
+    /// chunk, a run's output. Keys missing from the map (or a `null` map)
+    /// read as their type's default.
+    ///
+    /// ```
+    /// # use serde::{Deserialize, Serialize};
+    /// # use stategraph_core::Value;
+    /// # use stategraph_graph::State;
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Counter {
+    ///     count: u32,
+    ///     label: String,
+    /// }
+    ///
+    /// let state = Counter::read(&Value::from_json(serde_json::json!({"count": 2})))?;
+    /// assert_eq!((state.count, state.label.as_str()), (2, ""));
+    /// # Ok::<(), stategraph_core::ValueError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A value that is not a map, or does not decode to its field's type
+    /// (naming the key).
+    fn read(values: &Value) -> Result<Self, ValueError> {
+        from_output(values.clone())
+    }
+
+    /// The typed update of a map of keys, only the keys present set: an
+    /// `updates` chunk's payload for one node.
+    ///
+    /// # Errors
+    /// A value that is not a map, or does not decode to its field's type
+    /// (naming the key).
+    fn read_update(values: &Value) -> Result<Self::Update, ValueError> {
+        if values.as_json().is_some_and(serde_json::Value::is_null) {
+            return Ok(Self::Update::default());
+        }
+        Self::update(&*state_values(values.clone())?)
+    }
 }
 
 /// The state map a node or `Send` received: the live map itself when it is

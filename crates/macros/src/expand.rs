@@ -365,6 +365,22 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                     )*
                 })
             }
+
+            fn update(__values: &#p::ChannelValues) -> ::core::result::Result<#update, #p::ValueError> {
+                #read_loop
+                ::core::result::Result::Ok(#update {
+                    #( #idents: #locals.map(#p::Arc::unwrap_or_clone), )*
+                })
+            }
+        }
+
+        /// Writes only the fields set.
+        impl #root::TypedInput<#name> for #update {
+            fn into_input(self) -> #p::Input {
+                #p::Input::Value(#p::Value::new(
+                    <#p::ChannelValues as ::core::convert::From<Self>>::from(self),
+                ))
+            }
         }
     }
 }

@@ -333,7 +333,7 @@ pub type ErrorFormatter = Arc<dyn Fn(&ValidationError, &ToolCall) -> String + Se
 ///     ToolCall::new("SelectNumber", json!({"a": 1})).with_id("bad"),
 /// ]);
 /// let input = MessagesState { messages: vec![call.into()] };
-/// let out = graph.compile()?.invoke_typed::<MessagesState>(input, &Default::default()).await?;
+/// let out = graph.compile()?.invoke_typed::<MessagesState>(input, &Default::default()).await?.done()?;
 /// assert_eq!(out.messages[1].text(), r#"{"a":37}"#);
 /// let rejected = out.messages[2].as_tool().unwrap();
 /// assert_eq!(rejected.additional_kwargs["is_error"], true);

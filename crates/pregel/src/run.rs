@@ -54,5 +54,5 @@ mod update;
 
 pub use pregel_loop::DEFAULT_RECURSION_LIMIT;
 pub use state::{PregelTask, StateSnapshot};
-pub use stream::RunStream;
+pub use stream::{RunOutput, RunStream};
 pub use update::StateUpdate;

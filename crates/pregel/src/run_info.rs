@@ -85,6 +85,8 @@ pub(crate) struct RunInfo {
     pub(crate) answers: Arc<Mutex<Option<Arc<AnswerMap>>>>,
     /// The interrupts the run stopped on (what `invoke` reports).
     pub(crate) interrupts: Mutex<Vec<crate::interrupt::Interrupt>>,
+    /// Whether the run stopped at a static breakpoint.
+    pub(crate) at_breakpoint: std::sync::atomic::AtomicBool,
     /// Where the run checkpoints, if it does.
     pub(crate) scope: Option<PersistScope>,
     /// The pending writes of the checkpoint a resumed run started from,
@@ -195,6 +197,7 @@ impl RunInfo {
             resume,
             answers,
             interrupts: Mutex::new(Vec::new()),
+            at_breakpoint: std::sync::atomic::AtomicBool::new(false),
             scope,
             replay: Mutex::new(None),
             saves: Mutex::new(None),

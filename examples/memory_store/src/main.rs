@@ -97,14 +97,11 @@ async fn say(
     user: &str,
     said: &str,
 ) -> anyhow::Result<String> {
-    let input = Turn {
-        user: user.into(),
-        said: said.into(),
-        replies: Vec::new(),
-    };
+    let input = TurnUpdate::default().user(user).said(said);
     let out: Turn = app
         .invoke_typed(input, &RunnableConfig::thread(thread))
-        .await?;
+        .await?
+        .done()?;
     let reply = out.replies.last().cloned().unwrap_or_default();
     println!("  [{thread}] {user}: {said}\n  [{thread}] assistant: {reply}");
     Ok(reply)

@@ -65,11 +65,8 @@ async fn session(
     earlier: usize,
 ) -> anyhow::Result<()> {
     let config = RunnableConfig::thread(thread);
-    let input = Notebook {
-        note: note.to_owned(),
-        ..Notebook::default()
-    };
-    let book = app.invoke_typed(input, &config).await?;
+    let input = NotebookUpdate::default().note(note);
+    let book = app.invoke_typed(input, &config).await?.done()?;
     println!("  after {} run(s): {:?}", book.runs, book.entries);
     anyhow::ensure!(
         book.entries.len() == earlier + 1,

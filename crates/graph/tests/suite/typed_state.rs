@@ -115,7 +115,12 @@ async fn map_reduce_over_a_typed_state() {
         subjects: strings(&["cats", "elephants", "dogs"]),
         ..Default::default()
     };
-    let out = app.invoke_typed(input, &config()).await.unwrap();
+    let out = app
+        .invoke_typed(input, &config())
+        .await
+        .unwrap()
+        .done()
+        .unwrap();
     assert_eq!(
         out.jokes,
         [
@@ -155,7 +160,12 @@ async fn an_update_writes_exactly_its_set_fields() {
         jokes: strings(&["first"]),
         ..Default::default()
     };
-    let out = app.invoke_typed(input, &config()).await.unwrap();
+    let out = app
+        .invoke_typed(input, &config())
+        .await
+        .unwrap()
+        .done()
+        .unwrap();
     assert_eq!(out.jokes, ["first", "j"]);
     assert_eq!(out.note.as_deref(), Some("hello"));
     // An empty update writes nothing.
@@ -185,6 +195,8 @@ async fn reducers_named_by_path_fold_parallel_writes() {
             &config(),
         )
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.best, "the longest one");
     assert_eq!(out.reviews, 6);
@@ -252,6 +264,8 @@ async fn the_view_never_copies_untouched_values() {
     let out = app
         .invoke_typed(input, &config().with_recursion_limit(1000))
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.n, 100);
     assert_eq!(out.big.bytes.len(), 1 << 20);
@@ -413,6 +427,8 @@ async fn sends_carry_typed_arguments() {
     let out = app
         .invoke_typed(Overall::default(), &config())
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.jokes, ["sent"]);
     assert_eq!(
@@ -474,6 +490,8 @@ async fn the_state_struct_is_a_node_input_too() {
             &config(),
         )
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.note.as_deref(), Some("2"));
 }
@@ -522,6 +540,8 @@ async fn topics_and_ephemeral_keys() {
     let out = app
         .invoke_typed(Events::default(), &config())
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.seen, ["a", "b", "flash=None"]);
     assert_eq!(out.log, ["a", "b"]);
@@ -600,6 +620,8 @@ async fn the_crate_path_can_be_overridden() {
         .unwrap()
         .invoke_typed(Counter { count: 20 }, &config())
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.count, 41);
 }
@@ -672,4 +694,150 @@ async fn an_edge_sees_the_message_ids_the_step_commits() {
     let committed = out["messages"][1]["id"].as_str().unwrap().to_owned();
     assert!(!committed.is_empty());
     assert_eq!(*seen.lock().unwrap(), vec![committed]);
+}
+
+/// A ticket waiting for a person's decision.
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Ticket {
+    title: String,
+    note: Option<String>,
+    #[state(reducer = append)]
+    log: Vec<String>,
+}
+
+fn ticket_app(before: &[&str]) -> stategraph_graph::CompiledStateGraph {
+    let mut graph = StateGraph::typed::<Ticket>();
+    graph
+        .add_node(
+            "triage",
+            |t: TicketView, ctx: stategraph_graph::TaskContext| async move {
+                let decision = ctx.interrupt(format!("triage {}?", t.title))?.to_json()?;
+                let decision = decision.as_str().unwrap_or_default().to_owned();
+                Ok::<_, NodeError>(TicketUpdate::default().log(vec![decision]))
+            },
+        )
+        .unwrap();
+    graph
+        .add_node("close", |_: TicketView| async {
+            Ok::<_, NodeError>(TicketUpdate::default().log(vec!["closed".to_owned()]))
+        })
+        .unwrap();
+    graph.add_edge(START, "triage").unwrap();
+    graph.add_edge("triage", "close").unwrap();
+    let saver = stategraph_checkpoint::InMemorySaver::new();
+    let options = stategraph_graph::CompileOptions::new()
+        .checkpointer(saver)
+        .interrupt_before(before.iter().copied());
+    graph.compile_with(options).unwrap()
+}
+
+/// A typed run that stops at an interrupt says so, with the interrupts and
+/// the state; the resume finishes it. Its input writes only the fields set:
+/// `note` is never written (LangGraph writes only the input dict's keys).
+#[tokio::test]
+async fn typed_runs_report_interrupts_and_write_only_the_fields_set() {
+    let app = ticket_app(&[]);
+    let cfg = RunnableConfig::thread("t1");
+    let first = app
+        .invoke_typed(TicketUpdate::default().title("printer"), &cfg)
+        .await
+        .unwrap();
+    assert!(first.is_interrupted());
+    assert_eq!(first.interrupts().len(), 1);
+    assert_eq!(
+        first.interrupts()[0].value.to_json().unwrap(),
+        json!("triage printer?")
+    );
+    assert_eq!(first.state().title, "printer");
+    // A paused run is not a finished one.
+    let paused = first.clone().done().unwrap_err();
+    assert_eq!(paused.0.len(), 1);
+    assert!(paused.to_string().contains("paused"), "{paused}");
+
+    let saved = app.get_state(&cfg).await.unwrap();
+    // As LangGraph 1.2.22 shows it: the reducer key holds its empty start.
+    assert_eq!(
+        saved.values.to_json().unwrap(),
+        json!({"title": "printer", "log": []})
+    );
+    // Typed readers of the snapshot.
+    let ticket = Ticket::read(&saved.values).unwrap();
+    assert_eq!((ticket.title.as_str(), ticket.note), ("printer", None));
+
+    let resume = stategraph_graph::Command::new().resume(Value::from_json(json!("fix")));
+    let done = app
+        .invoke_typed::<Ticket>(resume, &cfg)
+        .await
+        .unwrap()
+        .done()
+        .unwrap();
+    assert_eq!(done.log, ["fix", "closed"]);
+}
+
+/// A static breakpoint pauses a typed run too (with no interrupt to show).
+#[tokio::test]
+async fn typed_runs_report_breakpoints() {
+    let app = ticket_app(&["triage"]);
+    let cfg = RunnableConfig::thread("t2");
+    let out = app
+        .invoke_typed(TicketUpdate::default().title("desk"), &cfg)
+        .await
+        .unwrap();
+    assert!(out.is_interrupted(), "{out:?}");
+    assert!(out.interrupts().is_empty());
+    assert_eq!(out.state().title, "desk");
+    // Every field written: a full state as input.
+    let cfg = RunnableConfig::thread("t3");
+    let full = app
+        .invoke_typed(
+            Ticket {
+                title: "chair".into(),
+                ..Ticket::default()
+            },
+            &cfg,
+        )
+        .await
+        .unwrap();
+    assert!(full.is_interrupted());
+    let saved = app.get_state(&cfg).await.unwrap();
+    assert_eq!(
+        saved.values.to_json().unwrap(),
+        json!({"title": "chair", "note": null, "log": []})
+    );
+}
+
+/// `updates` chunks read as typed updates: only the keys a node wrote.
+#[tokio::test]
+async fn updates_chunks_read_as_typed_updates() {
+    use futures::StreamExt;
+    use stategraph_graph::{StreamMode, UpdatePayload};
+
+    let app = ticket_app(&[]);
+    let cfg = RunnableConfig::thread("t4");
+    let input = ChannelValues::from(TicketUpdate::default().title("lamp"));
+    let chunks: Vec<_> = app
+        .stream(Value::new(input), &cfg, StreamMode::Updates)
+        .collect()
+        .await;
+    assert_eq!(chunks.len(), 1, "only the interrupt");
+    let resume = stategraph_graph::Command::new().resume(Value::from_json(json!("ok")));
+    let mut updates = Vec::new();
+    let mut stream = app.stream(resume, &cfg, StreamMode::Updates);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        let update = chunk
+            .data
+            .downcast_ref::<stategraph_graph::NodeUpdate>()
+            .unwrap();
+        if let UpdatePayload::Map(values) = &update.update {
+            updates.push((update.node.to_string(), Ticket::update(values).unwrap()));
+        }
+    }
+    let (node, update) = &updates[0];
+    assert_eq!(node, "triage");
+    assert_eq!(update.log.as_deref(), Some(&["ok".to_owned()][..]));
+    assert!(update.title.is_none() && update.note.is_none());
+    // The same from the chunk's JSON form.
+    let json = Value::from_json(json!({"log": ["ok"]}));
+    assert_eq!(Ticket::read_update(&json).unwrap().log.unwrap(), ["ok"]);
 }

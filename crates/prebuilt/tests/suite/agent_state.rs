@@ -164,6 +164,8 @@ async fn tools_in_a_subgraph_can_command_the_parent() {
         .unwrap()
         .invoke_typed(input, &RunnableConfig::default())
         .await
+        .unwrap()
+        .done()
         .unwrap();
     assert_eq!(out.visited, ["north", "south", "done"]);
 }

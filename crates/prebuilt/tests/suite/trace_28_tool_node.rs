@@ -104,7 +104,8 @@ async fn answers(app: &CompiledStateGraph, call: Message) -> Result<Vec<Message>
     let out = app
         .invoke_typed::<MessagesState>(input, &RunnableConfig::default())
         .await
-        .map_err(|err| err.to_string())?;
+        .map_err(|err| err.to_string())?
+        .into_state();
     Ok(out.messages[1..].to_vec())
 }
 

@@ -45,7 +45,8 @@ async fn run(app: &CompiledStateGraph, messages: Vec<Message>) -> Result<Vec<Mes
     let out = app
         .invoke_typed::<MessagesState>(MessagesState { messages }, &RunnableConfig::default())
         .await
-        .map_err(|err| error_json(&err))?;
+        .map_err(|err| error_json(&err))?
+        .into_state();
     Ok(out.messages[count..].to_vec())
 }
 

@@ -330,6 +330,9 @@ impl PregelLoop {
         if let Some(persist) = self.persist.as_mut() {
             persist.stop();
         }
+        self.run
+            .at_breakpoint
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.emit_interrupts(&Value::new(Vec::<Interrupt>::new()), false);
     }
 

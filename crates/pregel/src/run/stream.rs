@@ -74,7 +74,11 @@ impl Pregel {
         config: &RunnableConfig,
         options: RunOptions,
     ) -> Result<Value> {
-        let (latest, interrupts) = self.invoke_parts(input, config, options).await?;
+        let RunOutput {
+            value: latest,
+            interrupts,
+            ..
+        } = self.invoke_parts(input, config, options).await?;
         if interrupts.is_empty() {
             return Ok(latest);
         }
@@ -91,7 +95,8 @@ impl Pregel {
 
     /// [`Pregel::invoke_with`] with the output and the interrupts the run
     /// stopped on apart (LangGraph's `invoke(version="v2")`): the output is
-    /// the state without `__interrupt__`.
+    /// the state without `__interrupt__`, and whether the run stopped before
+    /// the end is told even when no interrupt says so (a static breakpoint).
     ///
     /// # Errors
     /// As [`Pregel::invoke`].
@@ -100,7 +105,7 @@ impl Pregel {
         input: impl Into<Input>,
         config: &RunnableConfig,
         options: RunOptions,
-    ) -> Result<(Value, Vec<Interrupt>)> {
+    ) -> Result<RunOutput> {
         let input = input.into();
         let mut retries = options.busy_retries;
         if retries == 0 {
@@ -133,7 +138,7 @@ impl Pregel {
         input: Input,
         config: &RunnableConfig,
         options: RunOptions,
-    ) -> Result<(Value, Vec<Interrupt>)> {
+    ) -> Result<RunOutput> {
         let output = self.inner.output.clone();
         let mut stream = RunStream::start(
             self.inner.clone(),
@@ -160,8 +165,28 @@ impl Pregel {
                 .collect();
             latest = Value::new(ChannelValues::new(pairs));
         }
-        Ok((latest, stream.interrupts()))
+        let interrupts = stream.interrupts();
+        let paused = !interrupts.is_empty() || stream.stopped_at_breakpoint();
+        Ok(RunOutput {
+            value: latest,
+            interrupts,
+            paused,
+        })
     }
+}
+
+/// What [`Pregel::invoke_parts`] returns: the run's output and how it ended.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RunOutput {
+    /// The output keys' values (without `__interrupt__`).
+    pub value: Value,
+    /// The interrupts the run stopped on, in the order the tasks
+    /// interrupted.
+    pub interrupts: Vec<Interrupt>,
+    /// Whether the run stopped before the end: at interrupts, or at a static
+    /// breakpoint (`interrupt_before` / `interrupt_after`, which raise none).
+    pub paused: bool,
 }
 
 /// Which `values` chunks a run's own stream needs.
@@ -266,6 +291,14 @@ impl RunStream {
     /// stream has ended), in the order the tasks interrupted.
     pub fn interrupts(&self) -> Vec<Interrupt> {
         self.info.interrupts()
+    }
+
+    /// Whether the run stopped at a static breakpoint (`interrupt_before`
+    /// or `interrupt_after`), once the stream has ended.
+    pub fn stopped_at_breakpoint(&self) -> bool {
+        self.info
+            .at_breakpoint
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The next chunk to hand out (chunks only printed are printed here).
