@@ -21,10 +21,10 @@ pub(crate) const LAYERS: &[(&str, u8)] = &[
     ("stategraph-pregel", 3),
     ("stategraph-graph", 4),
     ("stategraph-prebuilt", 5),
-    ("stategraph", 6),
     ("stategraph-bigtool", 6),
-    ("stategraph-bench", 7),
-    ("stategraph-server", 7),
+    ("stategraph", 7),
+    ("stategraph-bench", 8),
+    ("stategraph-server", 8),
 ];
 
 /// Crates that dev-dependencies may point to regardless of layer.

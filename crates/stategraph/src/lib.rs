@@ -1,6 +1,7 @@
 //! LangGraph for Rust: the facade crate re-exporting every stategraph layer.
 #![doc = include_str!("../README.md")]
 
+pub use stategraph_bigtool as bigtool;
 pub use stategraph_channels as channels;
 pub use stategraph_checkpoint as checkpoint;
 #[cfg(feature = "postgres")]
@@ -39,12 +40,19 @@ pub use stategraph_macros::tool;
 
 pub use stategraph_core::{CheckpointId, ErrorKind, RunnableConfig, Value};
 
-/// The names most programs need, in one import.
+/// The names most programs need, in one import. It shadows nothing of
+/// std: LangGraph's `Send` (run a node with a private input) is imported by
+/// name, `use stategraph::graph::Send;`, as a glob import of it would hide
+/// the `std::marker::Send` auto trait.
 ///
-/// The prelude's [`Send`](prelude::Send) is LangGraph's `Send` (run a node
-/// with a private input) and, imported by a glob, it hides the
-/// `std::marker::Send` auto trait: spell that one out in bounds
-/// (`impl Future + std::marker::Send`).
+/// ```
+/// use stategraph::graph::Send as SendTo;
+/// use stategraph::prelude::*;
+///
+/// // `Send` is still std's auto trait.
+/// fn shared<T: Send + Sync>(_: T) {}
+/// shared(SendTo::new("node", serde_json::json!({})));
+/// ```
 pub mod prelude {
     pub use stategraph_channels::{
         AnyValue, BinaryOperatorAggregate, Channel, EphemeralValue, LastValue, Overwrite, Topic,
@@ -60,14 +68,19 @@ pub mod prelude {
     pub use stategraph_checkpoint_sqlite::{SqliteSaver, SqliteStore};
     pub use stategraph_core::{CheckpointId, RunnableConfig, Value};
     pub use stategraph_graph::{
-        CompileOptions, CompiledStateGraph, Durability, END, MessagesState, NodeSpec, PathMap,
-        RunOptions, START, Schema, State, StateGraph, StateSnapshot, StateUpdate,
+        CompileOptions, CompiledStateGraph, Durability, END, MessagesState, MessagesStateUpdate,
+        MessagesStateView, NodeSpec, PathMap, RunOptions, RunOutcome, START, Schema, State,
+        StateGraph, StateSnapshot, StateUpdate, TypedInput,
     };
-    pub use stategraph_llm::{CallOptions, ChatModel, Message};
-    pub use stategraph_prebuilt::{ToolNode, create_react_agent, tools_condition};
+    pub use stategraph_llm::{
+        CallOptions, ChatModel, Message, SharedTool, Tool, ToolContext, ToolError, add_messages,
+    };
+    pub use stategraph_prebuilt::{ToolErrors, ToolNode, create_react_agent, tools_condition};
     pub use stategraph_pregel::{
-        ChannelValues, Command, Interrupt, Interrupted, NodeError, RetryPolicy, Send, StreamMode,
-        SubgraphCheckpoints, TaskContext,
+        ChannelValues, Command, Input, Interrupt, Interrupted, NodeError, RetryPolicy, StreamMode,
+        StreamModes, SubgraphCheckpoints, TaskContext,
     };
+
+    pub use crate::tool;
     pub use stategraph_store::{InMemoryStore, SearchOp, SharedStore, Store};
 }

@@ -10,6 +10,7 @@
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use stategraph::graph::Send;
 use stategraph::prelude::*;
 
 /// How many jokes the editor wants in the set.
