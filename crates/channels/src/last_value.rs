@@ -8,8 +8,11 @@ use stategraph_core::{StateValue, Value};
 use crate::slot::{Slot, impl_clone_debug};
 use crate::{Channel, ChannelError, Result, decode};
 
-const ONE_VALUE_PER_STEP: &str =
-    "Can receive only one value per step. Use an Annotated key to handle multiple values.";
+// LangGraph's first sentence; the hint is Rust's (LangGraph's names
+// Python's `Annotated`).
+const ONE_VALUE_PER_STEP: &str = "Can receive only one value per step. Give the key a reducer to \
+     take several: `#[state(reducer = append)]` on the field, or `Schema::append` / \
+     `Schema::reducer`.";
 
 /// Holds the last value written; more than one write in a step is an error.
 ///

@@ -137,3 +137,11 @@ mod tests {
         assert!(!is_busy(&other));
     }
 }
+
+/// SQLite could not open or set up the database file at `path`.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the SQLite database {}: {source}", .path.display())]
+pub(crate) struct OpenFailed {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) source: rusqlite::Error,
+}

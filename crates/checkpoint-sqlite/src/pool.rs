@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use stategraph_checkpoint::Result;
 
-use crate::error::{is_busy, sqlite, sqlite_in};
+use crate::error::{OpenFailed, backend, is_busy, sqlite, sqlite_in};
 use crate::schema;
 
 /// Reader connections open at once, at most; a read waits for a free one
@@ -79,8 +79,12 @@ struct Readers {
 impl Database {
     /// Opens (creating if needed) a database file in WAL mode and migrates it.
     pub(crate) fn open(path: PathBuf) -> Result<Self> {
-        let mut writer = Connection::open(&path).map_err(sqlite_in("open"))?;
-        schema::configure(&writer).map_err(sqlite_in("open"))?;
+        let named = |source| {
+            let path = path.clone();
+            backend("open", OpenFailed { path, source })
+        };
+        let mut writer = Connection::open(&path).map_err(named)?;
+        schema::configure(&writer).map_err(named)?;
         schema::enable_wal(&writer)?;
         schema::migrate(&mut writer)?;
         Ok(Self {

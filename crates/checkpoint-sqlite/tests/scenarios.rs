@@ -1024,3 +1024,18 @@ async fn large_strings_are_stored_once_per_thread() {
     saver.delete_thread("t").await.unwrap();
     assert_eq!(stored("SELECT count(*) FROM pieces"), 0);
 }
+
+/// A file SQLite cannot open is a backend error that names the path.
+#[test]
+fn an_unopenable_file_names_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-dir").join("threads.db");
+    let err = SqliteSaver::open(&path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Backend);
+    let text = err.to_string();
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(
+        text.starts_with("open failed: cannot open the SQLite database"),
+        "{text}"
+    );
+}

@@ -16,7 +16,7 @@ pub use error::ErrorKind;
 pub use fxhash::{FxBuild, FxHasher};
 pub use id::{CheckpointId, random_u64, random_unit, random_uuid};
 pub use list::{Iter as ListIter, List};
-pub use value::{StateValue, Value, ValueError};
+pub use value::{ShortTypeName, StateValue, Value, ValueError};
 
 /// A JSON object, the shape of metadata and free-form configuration.
 pub type JsonMap = serde_json::Map<String, serde_json::Value>;

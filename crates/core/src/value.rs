@@ -25,7 +25,7 @@ impl<T> StateValue for T where T: Serialize + DeserializeOwned + Clone + Send + 
 #[non_exhaustive]
 pub enum ValueError {
     /// The value could not be serialized.
-    #[error("cannot serialize value of type `{type_name}` at `{path}`: {message}")]
+    #[error("cannot serialize value of type `{}` at `{path}`: {message}", ShortTypeName(.type_name))]
     Serialize {
         /// The Rust type of the value.
         type_name: &'static str,
@@ -52,13 +52,16 @@ pub enum ValueError {
     },
     /// The value holds a NaN or infinite float, which JSON cannot store
     /// (serde_json would write `null`, and a typed read would then fail).
-    #[error("value of type `{type_name}` holds a NaN or infinite float, which JSON cannot store")]
+    #[error(
+        "value of type `{}` holds a NaN or infinite float, which JSON cannot store",
+        ShortTypeName(.type_name)
+    )]
     NonFinite {
         /// The Rust type of the value.
         type_name: &'static str,
     },
     /// The value does not have the shape of the requested type.
-    #[error("cannot decode value as `{expected}` at `{path}`: {message}")]
+    #[error("cannot decode value as `{}` at `{path}`: {message}", ShortTypeName(.expected))]
     Decode {
         /// The Rust type that was requested.
         expected: &'static str,
@@ -67,6 +70,35 @@ pub enum ValueError {
         /// What the deserializer said.
         message: String,
     },
+}
+
+/// A Rust type name as a person writes it: every path reduced to its last
+/// segment (`alloc::vec::Vec<alloc::string::String>` shows as
+/// `Vec<String>`).
+///
+/// ```
+/// use stategraph_core::ShortTypeName;
+///
+/// let name = std::any::type_name::<Vec<Option<String>>>();
+/// assert_eq!(ShortTypeName(name).to_string(), "Vec<Option<String>>");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ShortTypeName<'a>(pub &'a str);
+
+impl fmt::Display for ShortTypeName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let is_path = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
+        let mut rest = self.0;
+        while !rest.is_empty() {
+            let end = rest.find(|c: char| !is_path(c)).unwrap_or(rest.len());
+            let (path, tail) = rest.split_at(end);
+            f.write_str(path.rsplit("::").next().unwrap_or(path))?;
+            let next = tail.find(is_path).unwrap_or(tail.len());
+            f.write_str(&tail[..next])?;
+            rest = &tail[next..];
+        }
+        Ok(())
+    }
 }
 
 impl ValueError {

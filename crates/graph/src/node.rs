@@ -16,6 +16,11 @@ use stategraph_pregel::{
 /// Implemented for [`ChannelValues`] (zero-copy), for [`Value`], and for any
 /// deserializable type (decoded from the state's JSON form, or taken as is
 /// when a `Send` carried exactly that type).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a node's or router's input",
+    label = "not a node input",
+    note = "a node takes a typed view (`{{Name}}View` from `#[derive(State)]`), `ChannelValues`, `Value`, `serde_json::Value`, or any `Deserialize + Clone + Send + Sync` type"
+)]
 pub trait FromInput: Sized + std::marker::Send + 'static {
     /// Converts the input.
     ///
@@ -34,6 +39,11 @@ impl<T: DeserializeOwned + Clone + std::marker::Send + Sync + 'static> FromInput
 }
 
 /// What a node function may return: nothing, a state update, or a `Command`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a node output",
+    label = "a node returns `Ok(output)` where `output` is a state update",
+    note = "a node returns `()`, a typed update (`{{Name}}Update` from `#[derive(State)]`; for a whole state `s`, `{{Name}}Update::from(s)`), a JSON object (`serde_json::Value`), `ChannelValues`, a `Command`, a `Vec<Command>`, or an `Option` of one of these"
+)]
 pub trait IntoNodeOutput {
     /// Converts into the runtime's output.
     fn into_node_output(self) -> NodeOutput;
@@ -99,6 +109,12 @@ pub struct WithContext;
 
 /// An async function usable as a node: `async fn(input) -> Result<output>` or
 /// `async fn(input, TaskContext) -> Result<output>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a node",
+    label = "not a node",
+    note = "a node is an `async fn(input) -> Result<output, E>` or `async fn(input, TaskContext) -> Result<output, E>` (or a closure returning such a future), a compiled graph, or a `ToolNode`",
+    note = "its input must be `FromInput` (a `{{Name}}View`, `ChannelValues`, a `Deserialize` type), its output `IntoNodeOutput` (`()`, a `{{Name}}Update` rather than the state struct, a JSON object, a `Command`) and its error `Into<NodeError>`"
+)]
 pub trait IntoNode<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the function for the runtime.
     fn into_node_fn(self) -> NodeFn;
@@ -167,6 +183,11 @@ pub enum Route {
 }
 
 /// What a router may return: a name, several names, `Send`s, or a mix.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a router's result",
+    label = "not a route",
+    note = "a router returns a node name (`&str`, `String`), a `bool` (with a path map), a `Send`, a `Route`, or a `Vec` or array of these"
+)]
 pub trait IntoRoutes {
     /// The destinations.
     fn into_routes(self) -> Vec<Route>;
@@ -232,6 +253,11 @@ impl<T: IntoRoutes, const N: usize> IntoRoutes for [T; N] {
 pub type RouterFn = Arc<dyn Fn(Value) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync>;
 
 /// A function usable as a router: `fn(&input) -> routes` or `fn(input) -> routes`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a router",
+    label = "not a router",
+    note = "a router is a function `fn(&input) -> routes` or `fn(input) -> routes`, where the input is `FromInput` (a `&{{Name}}View`, `ChannelValues`, a `Deserialize` type) and the routes a node name, a `bool`, a `Send`, or a `Vec` of these"
+)]
 pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the router.
     fn into_router(self) -> RouterFn;

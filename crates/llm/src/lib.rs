@@ -43,4 +43,6 @@ pub use schemars;
 #[doc(hidden)]
 pub mod __private {
     pub use serde_json;
+
+    pub use crate::tool::{OutputOf, ViaInto, ViaSerialize};
 }

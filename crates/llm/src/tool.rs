@@ -369,6 +369,56 @@ impl From<Json> for ToolOutput {
     }
 }
 
+/// What a `#[tool]` function returned, on its way to a [`ToolOutput`]: a
+/// type that converts into one (text, JSON, content) does so, any other
+/// `Serialize` type becomes its JSON text. (The choice is made at compile
+/// time: [`ViaInto`] is preferred where both apply.) Not a public API.
+#[doc(hidden)]
+pub struct OutputOf<T>(pub std::cell::Cell<Option<T>>);
+
+impl<T> OutputOf<T> {
+    /// Wraps a function's result.
+    pub fn new(value: T) -> Self {
+        Self(std::cell::Cell::new(Some(value)))
+    }
+
+    fn take(&self) -> Result<T, ToolError> {
+        self.0
+            .take()
+            .ok_or_else(|| ToolError::failed("the tool's output was already taken"))
+    }
+}
+
+/// The output of a type that converts into a [`ToolOutput`].
+#[doc(hidden)]
+pub trait ViaInto {
+    /// The tool output.
+    fn to_tool_output(&self) -> Result<ToolOutput, ToolError>;
+}
+
+impl<T: Into<ToolOutput>> ViaInto for &OutputOf<T> {
+    fn to_tool_output(&self) -> Result<ToolOutput, ToolError> {
+        Ok(self.take()?.into())
+    }
+}
+
+/// The output of any other `Serialize` type: its JSON (a string is its
+/// text).
+#[doc(hidden)]
+pub trait ViaSerialize {
+    /// The tool output.
+    fn to_tool_output(&self) -> Result<ToolOutput, ToolError>;
+}
+
+impl<T: serde::Serialize> ViaSerialize for OutputOf<T> {
+    fn to_tool_output(&self) -> Result<ToolOutput, ToolError> {
+        let json = serde_json::to_value(self.take()?).map_err(|err| {
+            ToolError::failed(format!("the tool's output does not serialize: {err}"))
+        })?;
+        Ok(json.into())
+    }
+}
+
 /// A tool a model can call.
 ///
 /// # Behavior

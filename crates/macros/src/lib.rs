@@ -115,11 +115,13 @@ pub fn derive_state(input: TokenStream) -> TokenStream {
 ///
 /// # Return type
 ///
-/// `Result<O, E>` (any type named `Result`) where `O: Into<ToolOutput>` and
-/// `E: Into<ToolError>`: `ToolError` itself, or your own error type with an
-/// `impl From<MyError> for ToolError`. Any other type `O: Into<ToolOutput>`
-/// (`String`, `&'static str`, `Content`, `serde_json::Value`, `ToolOutput`)
-/// makes a tool that never fails once its arguments are read.
+/// `Result<O, E>` (any type named `Result`) where `E: Into<ToolError>`
+/// (`ToolError` itself, or your own error type with an
+/// `impl From<MyError> for ToolError`), or a plain `O`, which makes a tool
+/// that never fails once its arguments are read. `O` is anything
+/// `Into<ToolOutput>` (`String`, `&'static str`, `Content`,
+/// `serde_json::Value`, `ToolOutput`: the text as it is) or any other
+/// `Serialize` type (its compact JSON text).
 ///
 /// # Rejected at compile time
 ///

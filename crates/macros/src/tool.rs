@@ -489,7 +489,7 @@ fn generate(spec: &ToolSpec, func: &Ident) -> TokenStream {
         quote!(let _ = __tool_args;)
     };
     let convert_fns = convert_fns(krate);
-    let convert = convert(&spec.output);
+    let convert = convert(krate, &spec.output);
 
     quote! {
         #[doc = #tool_doc]
@@ -629,17 +629,11 @@ fn injected_args_fn(spec: &ToolSpec) -> Option<TokenStream> {
     })
 }
 
-/// Converts what the function returns: `Into<ToolOutput>` for the value and
-/// `Into<ToolError>` for the error, written as generic functions so the
-/// bounds, not a missing method, are what an unfit type reports.
+/// Converts the error the function returns: `Into<ToolError>`, a generic
+/// function so the bound, not a missing method, is what an unfit type
+/// reports.
 fn convert_fns(krate: &Path) -> TokenStream {
     quote! {
-        fn __tool_output<O: ::core::convert::Into<#krate::ToolOutput>>(
-            output: O,
-        ) -> #krate::ToolOutput {
-            output.into()
-        }
-
         #[allow(dead_code)]
         fn __tool_error<E: ::core::convert::Into<#krate::ToolError>>(
             error: E,
@@ -650,14 +644,32 @@ fn convert_fns(krate: &Path) -> TokenStream {
 }
 
 /// Turns `__tool_result` into the call's result, spanned at the return type
-/// so a type that does not convert is reported there.
-fn convert(output: &Output) -> TokenStream {
+/// so a type that does not convert is reported there. A value that is
+/// `Into<ToolOutput>` converts, any other `Serialize` value becomes its JSON:
+/// method resolution on the concrete type chooses (`ViaInto` is implemented
+/// for `&OutputOf<T>`, one reference closer to the `&&` receiver than
+/// `ViaSerialize`).
+fn convert(krate: &Path, output: &Output) -> TokenStream {
+    let to_output = quote! {
+        {
+            use #krate::__private::{ViaInto as _, ViaSerialize as _};
+            (&&#krate::__private::OutputOf::new(__tool_value)).to_tool_output()
+        }
+    };
     match output {
         Output::Fallible(ty) => quote_spanned! {ty.span()=>
-            __tool_result.map(__tool_output).map_err(__tool_error)
+            match __tool_result {
+                ::core::result::Result::Ok(__tool_value) => #to_output,
+                ::core::result::Result::Err(__tool_error_value) => {
+                    ::core::result::Result::Err(__tool_error(__tool_error_value))
+                }
+            }
         },
         Output::Infallible(ty) => quote_spanned! {ty.span()=>
-            ::core::result::Result::Ok(__tool_output(__tool_result))
+            {
+                let __tool_value = __tool_result;
+                #to_output
+            }
         },
     }
 }

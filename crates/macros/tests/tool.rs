@@ -333,3 +333,48 @@ async fn tools_can_be_local_items() {
     assert_eq!(out.content.text(), "-4");
     assert_eq!(negate(1).await, "-1");
 }
+
+/// A forecast: any `Serialize` type is a tool's output, as its JSON.
+#[derive(serde::Serialize)]
+struct Forecast {
+    city: String,
+    high: i32,
+}
+
+/// Forecasts the weather.
+#[tool]
+async fn forecast(
+    /// The city.
+    city: String,
+) -> Result<Forecast, ToolError> {
+    Ok(Forecast { city, high: 21 })
+}
+
+/// Lists numbers up to `n`.
+#[tool]
+async fn count_to(
+    /// The last number.
+    n: u32,
+) -> Vec<u32> {
+    (1..=n).collect()
+}
+
+#[tokio::test]
+async fn any_serialize_output_is_its_json_and_text_stays_text() {
+    let out = ForecastTool
+        .call(json!({"city": "Oslo"}), ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out.content.text(), r#"{"city":"Oslo","high":21}"#);
+    let out = CountToTool
+        .call(json!({"n": 3}), ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out.content.text(), "[1,2,3]");
+    // A `String` (which is `Serialize` too) is still its text, not a JSON string.
+    let out = AddTool
+        .call(json!({"a": 1, "b": 1}), ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out.content.text(), "2");
+}

@@ -299,6 +299,12 @@ pub(crate) fn messages_match(actual: &str, expected: &str) -> bool {
             .split("For troubleshooting, visit:")
             .next()
             .unwrap_or_default();
+        // LangGraph's hint names Python's `Annotated`; ours names the Rust
+        // ways to give a key a reducer (PORTING.md, deliberate differences).
+        let head = head
+            .split(" Use an Annotated key to handle multiple values.")
+            .next()
+            .unwrap_or_default();
         head.split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
