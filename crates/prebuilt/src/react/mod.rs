@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
+use stategraph_checkpoint::CheckpointSaver;
 use stategraph_core::Value;
 use stategraph_graph::{
     ChannelValues, CompileOptions, CompiledStateGraph, END, GraphError, IntoNode, NodeError,
@@ -19,11 +20,12 @@ use stategraph_graph::{
 use stategraph_llm::{
     ChatModel, Message, OutputSchema, SharedChatModel, SharedTool, SystemMessage,
 };
+use stategraph_store::Store;
 
 use self::call::{ModelCall, ModelSelector, Prompt, messages_at, structured_answer};
 use self::route::{Router, after_tools};
 use crate::review::REVIEW_NODE;
-use crate::{HistoryRepair, ToolNode, ToolReview};
+use crate::{HistoryRepair, ToolErrors, ToolNode, ToolReview};
 
 /// What the agent answers when the recursion limit leaves no room for
 /// another round of tool calls (LangGraph's wording).
@@ -69,6 +71,7 @@ pub fn create_react_agent(
         prompt: Prompt::None,
         compile: CompileOptions::new(),
         tool_node: None,
+        tool_errors: None,
         version: AgentVersion::default(),
         history_repair: HistoryRepair::default(),
         review: None,
@@ -121,6 +124,7 @@ pub struct ReactAgent {
     prompt: Prompt,
     compile: CompileOptions,
     tool_node: Option<ToolNode>,
+    tool_errors: Option<ToolErrors>,
     version: AgentVersion,
     history_repair: HistoryRepair,
     review: Option<ToolReview>,
@@ -183,6 +187,29 @@ impl ReactAgent {
     /// `interrupt_before` / `interrupt_after`, debug, name.
     pub fn compile_options(mut self, options: CompileOptions) -> Self {
         self.compile = options;
+        self
+    }
+
+    /// Checkpoints the agent's threads in `saver` (LangGraph's
+    /// `checkpointer=`): a shortcut for [`ReactAgent::compile_options`].
+    pub fn checkpointer(mut self, saver: impl CheckpointSaver) -> Self {
+        self.compile = self.compile.checkpointer(saver);
+        self
+    }
+
+    /// Gives the agent a long-term memory store (LangGraph's `store=`),
+    /// read by tools and hooks through their context.
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.compile = self.compile.store(store);
+        self
+    }
+
+    /// What a failing tool answers the model instead of failing the run
+    /// (LangGraph's `ToolNode(handle_tool_errors=...)`), for the tool node
+    /// the agent builds from its tools (or the one given to
+    /// [`ReactAgent::tool_node`]).
+    pub fn handle_tool_errors(mut self, errors: ToolErrors) -> Self {
+        self.tool_errors = Some(errors);
         self
     }
 
@@ -300,9 +327,12 @@ impl ReactAgent {
     /// [`GraphError`] from compiling (for example an `interrupt_before`
     /// naming a node the agent does not have).
     pub fn build(self) -> Result<CompiledStateGraph, GraphError> {
-        let tool_node = self
+        let mut tool_node = self
             .tool_node
             .unwrap_or_else(|| ToolNode::new(self.tools.iter().cloned()));
+        if let Some(errors) = self.tool_errors {
+            tool_node = tool_node.with_errors(errors);
+        }
         let schemas: Vec<_> = tool_node
             .tools()
             .iter()

@@ -194,3 +194,45 @@ async fn a_structured_answer_that_does_not_parse_fails_the_run() {
     let err = ask(&agent, "q").await.unwrap_err();
     assert!(err.contains("Capital"), "{err}");
 }
+
+/// `.checkpointer(..)` and `.handle_tool_errors(..)` on the builder: the
+/// tools are given once, a failing tool answers with the chosen text, and
+/// the thread is saved.
+#[tokio::test]
+async fn a_checkpointer_and_tool_error_handling_on_the_builder() {
+    use stategraph_checkpoint::InMemorySaver;
+    use stategraph_llm::ToolCall;
+    use stategraph_prebuilt::ToolErrors;
+
+    let broken: SharedTool = Arc::new(FnTool::typed(
+        "broken",
+        "Always fails.",
+        |_args: Json, _ctx| async move { Err::<String, _>(ToolError::failed("disk full")) },
+    ));
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![ToolCall::new("broken", json!({})).with_id("c1")]),
+        AiMessage::new("sorry"),
+    ]));
+    let agent = create_react_agent(model, [broken])
+        .checkpointer(InMemorySaver::new())
+        .handle_tool_errors(ToolErrors::Text("the tool is down".into()))
+        .build()
+        .unwrap();
+    let cfg = RunnableConfig::thread("t");
+    agent
+        .invoke(json!({"messages": [["user", "go"]]}), &cfg)
+        .await
+        .unwrap();
+    let saved = agent
+        .get_state(&cfg)
+        .await
+        .unwrap()
+        .values
+        .to_json()
+        .unwrap();
+    let messages = saved["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[2]["content"], "the tool is down");
+    assert_eq!(messages[2]["status"], "error");
+    assert_eq!(messages[3]["content"], "sorry");
+}
