@@ -96,7 +96,16 @@ impl RunnableConfig {
         self
     }
 
-    /// Sets the recursion limit.
+    /// Runs at most `tasks` tasks of a step at once (LangGraph's
+    /// `max_concurrency`); the others start as those finish. Zero is taken
+    /// as one.
+    #[must_use]
+    pub fn with_max_concurrency(mut self, tasks: usize) -> Self {
+        self.max_concurrency = Some(tasks);
+        self
+    }
+
+    /// Sets the recursion limit (supersteps per run).
     #[must_use]
     pub fn with_recursion_limit(mut self, limit: usize) -> Self {
         self.recursion_limit = Some(limit);

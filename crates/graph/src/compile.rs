@@ -422,10 +422,11 @@ fn branch_writer(
             &managed,
             ctx.remaining_steps(),
         );
-        let routes = (branch.router)(Value::new(state)).map_err(|error| PregelError::Node {
-            node: ctx.node().to_owned(),
-            error,
-        })?;
+        let routes =
+            (branch.router)(Value::new(state), ctx.task()).map_err(|error| PregelError::Node {
+                node: ctx.node().to_owned(),
+                error,
+            })?;
         for route in routes {
             match route {
                 Route::Send(send) => {

@@ -22,7 +22,10 @@ pub use draw::{
 pub use error::GraphError;
 pub use func::{Entrypoint, EntrypointOutput, Final};
 pub use messages::{MessagesState, MessagesStateUpdate, MessagesStateView};
-pub use node::{FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route, RouterFn};
+pub use node::{
+    Blocking, FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route, RouterFn,
+    blocking,
+};
 pub use schema::Schema;
 pub use state::State;
 /// `#[derive(State)]`: see the [`State`](trait@State) trait.
@@ -55,6 +58,6 @@ pub mod __private {
     pub use stategraph_core::{Value, ValueError};
     pub use stategraph_pregel::{ChannelValues, Input, NodeError, NodeOutput};
 
-    pub use crate::state::{decode_key, default_value, state_values};
+    pub use crate::state::{decode_key, default_value, invalid_input, state_values};
     pub use crate::{FromInput, IntoNodeOutput, Schema, State, TypedInput};
 }

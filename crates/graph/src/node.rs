@@ -34,7 +34,9 @@ pub trait FromInput: Sized + std::marker::Send + 'static {
 /// the state's JSON form, or taken as is when a `Send` carried that type).
 impl<T: DeserializeOwned + Clone + std::marker::Send + Sync + 'static> FromInput for T {
     fn from_input(input: Value) -> Result<Self, NodeError> {
-        Ok(input.decode_owned::<T>()?)
+        input
+            .decode_owned::<T>()
+            .map_err(crate::state::invalid_input)
     }
 }
 
@@ -160,6 +162,103 @@ where
     }
 }
 
+/// A synchronous function as a node, run on tokio's blocking thread pool:
+/// CPU-bound nodes of one step then use several cores, as LangGraph runs
+/// synchronous nodes on its thread pool, and never hold up the async tasks
+/// of the runtime. The function takes its input (`fn(input) -> Result<output,
+/// E>`) or its input and the task context (`fn(input, TaskContext) -> …`).
+///
+/// ```
+/// use serde_json::{Value, json};
+/// use stategraph_graph::{NodeError, Schema, StateGraph, START, blocking};
+///
+/// fn crunch(state: Value) -> Result<Value, NodeError> {
+///     let n = state["n"].as_u64().unwrap_or(0);
+///     Ok(json!({"n": (0..=n).sum::<u64>()}))
+/// }
+///
+/// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
+/// let mut graph = StateGraph::new(Schema::new().last_value("n"));
+/// graph.add_node("crunch", blocking(crunch))?;
+/// graph.add_edge(START, "crunch")?;
+/// let out = graph.compile()?.invoke(json!({"n": 100}), &Default::default()).await?;
+/// assert_eq!(out.to_json()?, json!({"n": 5050}));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub fn blocking<F>(func: F) -> Blocking<F> {
+    Blocking(Arc::new(func))
+}
+
+/// A synchronous node function ([`blocking`]).
+pub struct Blocking<F>(Arc<F>);
+
+/// Marker for blocking node functions taking only their input.
+pub struct BlockingInput;
+/// Marker for blocking node functions taking their input and the context.
+pub struct BlockingWithContext;
+
+impl<F, I, O, E> IntoNode<(BlockingInput, I, O, E)> for Blocking<F>
+where
+    F: Fn(I) -> Result<O, E> + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    O: IntoNodeOutput + 'static,
+    E: Into<NodeError> + 'static,
+{
+    fn into_node_fn(self) -> NodeFn {
+        let func = self.0;
+        Arc::new(move |input: Value, _ctx: &TaskContext| {
+            let func = func.clone();
+            node_future(on_blocking_pool(move || {
+                let input = I::from_input(input)?;
+                output_or_error(func(input))
+            }))
+        })
+    }
+}
+
+impl<F, I, O, E> IntoNode<(BlockingWithContext, I, O, E)> for Blocking<F>
+where
+    F: Fn(I, TaskContext) -> Result<O, E> + std::marker::Send + Sync + 'static,
+    I: FromInput,
+    O: IntoNodeOutput + 'static,
+    E: Into<NodeError> + 'static,
+{
+    fn into_node_fn(self) -> NodeFn {
+        let func = self.0;
+        Arc::new(move |input: Value, ctx: &TaskContext| {
+            let (func, ctx) = (func.clone(), ctx.clone());
+            node_future(on_blocking_pool(move || {
+                let input = I::from_input(input)?;
+                output_or_error(func(input, ctx))
+            }))
+        })
+    }
+}
+
+/// Runs a node body on tokio's blocking pool. A panic in it goes on in the
+/// awaiting task, where the runtime reports it as the node's `Panic`.
+async fn on_blocking_pool(
+    body: impl FnOnce() -> Result<NodeOutput, NodeError> + std::marker::Send + 'static,
+) -> Result<NodeOutput, NodeError> {
+    match tokio::task::spawn_blocking(body).await {
+        Ok(result) => result,
+        Err(err) => match err.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(err) => Err(NodeError::new("CancelledError", err.to_string())),
+        },
+    }
+}
+
+/// A node function's result as the runtime takes it.
+fn output_or_error<O: IntoNodeOutput, E: Into<NodeError>>(
+    result: Result<O, E>,
+) -> Result<NodeOutput, NodeError> {
+    result
+        .map(IntoNodeOutput::into_node_output)
+        .map_err(Into::into)
+}
+
 /// The runtime's output of a node function's future (or of the input the
 /// function could not take).
 async fn output_of<Fut, O, E>(run: Result<Fut, NodeError>) -> Result<NodeOutput, NodeError>
@@ -168,9 +267,7 @@ where
     O: IntoNodeOutput,
     E: Into<NodeError>,
 {
-    run?.await
-        .map(IntoNodeOutput::into_node_output)
-        .map_err(Into::into)
+    output_or_error(run?.await)
 }
 
 /// One destination chosen by a router.
@@ -250,13 +347,18 @@ impl<T: IntoRoutes, const N: usize> IntoRoutes for [T; N] {
 
 /// A router: reads the state (with its node's own writes applied) and returns
 /// destinations. Any [`FromInput`] type can be its input.
-pub type RouterFn = Arc<dyn Fn(Value) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync>;
+/// It also gets the run's context (its config, store and typed context).
+pub type RouterFn =
+    Arc<dyn Fn(Value, &TaskContext) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync>;
 
-/// A function usable as a router: `fn(&input) -> routes` or `fn(input) -> routes`.
+/// A function usable as a router: `fn(&input) -> routes`,
+/// `fn(input) -> routes`, `fn(&input, &TaskContext) -> routes` (LangGraph's
+/// `(state, runtime)`: the run's config, store and typed context) or
+/// `fn(&input, &RunnableConfig) -> routes` (LangGraph's `(state, config)`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a router",
     label = "not a router",
-    note = "a router is a function `fn(&input) -> routes` or `fn(input) -> routes`, where the input is `FromInput` (a `&{{Name}}View`, `ChannelValues`, a `Deserialize` type) and the routes a node name, a `bool`, a `Send`, or a `Vec` of these"
+    note = "a router is a function `fn(&input) -> routes`, `fn(input) -> routes`, `fn(&input, &TaskContext) -> routes` or `fn(&input, &RunnableConfig) -> routes`, where the input is `FromInput` (a `&{{Name}}View`, `ChannelValues`, a `Deserialize` type) and the routes a node name, a `bool`, a `Send`, or a `Vec` of these"
 )]
 pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the router.
@@ -276,36 +378,46 @@ pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
 pub struct ByRef;
 /// Marker for routers taking their input by value.
 pub struct ByValue;
+/// Marker for routers taking their input by reference and the run's
+/// context (LangGraph's `(state, runtime)` form).
+pub struct ByRefWithContext;
+/// Marker for routers taking their input by reference and the run's config
+/// (LangGraph's `(state, config)` form).
+pub struct ByRefWithConfig;
 
-impl<F, I, R> IntoRouter<(ByRef, I, R)> for F
-where
-    F: Fn(&I) -> R + std::marker::Send + Sync + 'static,
-    I: FromInput,
-    R: IntoRoutes,
-{
-    fn into_router(self) -> RouterFn {
-        Arc::new(move |input| Ok(self(&I::from_input(input)?).into_routes()))
-    }
+/// Implements `IntoRouter` for one router form: the marker, the function
+/// type, and how the router is called with the decoded input and the
+/// run's context.
+macro_rules! router_form {
+    ($marker:ident, $($bound:tt)+) => {
+        impl<F, I, R> IntoRouter<($marker, I, R)> for F
+        where
+            F: $($bound)+ + std::marker::Send + Sync + 'static,
+            I: FromInput,
+            R: IntoRoutes,
+        {
+            fn into_router(self) -> RouterFn {
+                Arc::new(move |input, ctx| {
+                    let input = I::from_input(input)?;
+                    Ok(router_form!(@call $marker, self, input, ctx).into_routes())
+                })
+            }
 
-    fn destinations() -> Option<&'static [&'static str]> {
-        R::destinations()
-    }
+            fn destinations() -> Option<&'static [&'static str]> {
+                R::destinations()
+            }
+        }
+    };
+    (@call ByRef, $f:ident, $input:ident, $ctx:ident) => {{ let _ = $ctx; $f(&$input) }};
+    (@call ByValue, $f:ident, $input:ident, $ctx:ident) => {{ let _ = $ctx; $f($input) }};
+    (@call ByRefWithContext, $f:ident, $input:ident, $ctx:ident) => { $f(&$input, $ctx) };
+    (@call ByRefWithConfig, $f:ident, $input:ident, $ctx:ident) => { $f(&$input, $ctx.config()) };
 }
 
-impl<F, I, R> IntoRouter<(ByValue, I, R)> for F
-where
-    F: Fn(I) -> R + std::marker::Send + Sync + 'static,
-    I: FromInput,
-    R: IntoRoutes,
-{
-    fn into_router(self) -> RouterFn {
-        Arc::new(move |input| Ok(self(I::from_input(input)?).into_routes()))
-    }
-
-    fn destinations() -> Option<&'static [&'static str]> {
-        R::destinations()
-    }
-}
+router_form!(ByRef, Fn(&I) -> R);
+router_form!(ByValue, Fn(I) -> R);
+router_form!(ByRefWithContext, Fn(&I, &TaskContext) -> R);
+router_form!(ByRefWithConfig, Fn(&I, &stategraph_core::RunnableConfig) -> R);
 
 /// Marker for a compiled graph used as a node.
 pub struct Subgraph;

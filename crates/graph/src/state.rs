@@ -217,6 +217,19 @@ fn at_key(key: &str, err: ValueError) -> ValueError {
     }
 }
 
+/// A node input that does not decode into the node's input type: a
+/// `ValidationError` (pydantic's class for a state that does not validate)
+/// naming the key and the path, or a `ValueError` for a value that cannot
+/// be read at all (too deep, too large).
+#[doc(hidden)]
+pub fn invalid_input(err: ValueError) -> stategraph_pregel::NodeError {
+    let class = match err {
+        ValueError::Decode { .. } => "ValidationError",
+        _ => "ValueError",
+    };
+    stategraph_pregel::NodeError::with_source(class, err)
+}
+
 /// The typed state of a run's output: `null` (no output) reads as every key
 /// missing.
 pub(crate) fn from_output<S: State>(output: Value) -> Result<S, ValueError> {

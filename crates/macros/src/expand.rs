@@ -340,8 +340,8 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                     }
                     ::core::result::Result::Err(input) => input,
                 };
-                let values = #p::state_values(input)?;
-                <#name as #root::State>::view(&values).map_err(#p::NodeError::from)
+                let values = #p::state_values(input).map_err(#p::invalid_input)?;
+                <#name as #root::State>::view(&values).map_err(#p::invalid_input)
             }
         }
 

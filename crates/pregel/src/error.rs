@@ -36,6 +36,19 @@ impl NodeError {
         }))
     }
 
+    /// An error of an explicit class that keeps `source` as its cause (its
+    /// message is the source's).
+    pub fn with_source(
+        class: impl Into<Cow<'static, str>>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self(Box::new(NodeErrorParts {
+            class: class.into(),
+            message: source.to_string(),
+            source: Some(Box::new(source)),
+        }))
+    }
+
     /// The error class (a Rust type name or an explicit class).
     pub fn class(&self) -> &str {
         &self.0.class
@@ -230,6 +243,12 @@ impl PregelError {
             Self::GraphRecursion { .. } => "GraphRecursionError",
             Self::InvalidUpdate(_) => "InvalidUpdateError",
             Self::Channel(err) if err.is_invalid_update() => "InvalidUpdateError",
+            // A value that does not fit a typed key (pydantic's error class
+            // for a state that does not validate).
+            Self::Channel(ChannelError::Value {
+                source: ValueError::Decode { .. },
+                ..
+            }) => "ValidationError",
             Self::Channel(_) | Self::Value(_) => "ValueError",
             Self::Node { error, .. } => error.class(),
             Self::EmptyInput(_) => "EmptyInputError",

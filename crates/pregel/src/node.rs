@@ -94,6 +94,7 @@ pub struct WriteContext<'a> {
     pub(crate) reader: &'a dyn FreshReader,
     pub(crate) node: &'a str,
     pub(crate) remaining_steps: i64,
+    pub(crate) task: &'a TaskContext,
 }
 
 /// Reads channels with the current task's own writes applied (what a
@@ -116,6 +117,12 @@ impl WriteContext<'_> {
     /// The node's name.
     pub fn node(&self) -> &str {
         self.node
+    }
+
+    /// The context of the run the output comes from: its config, store and
+    /// typed context, what a router taking a context reads.
+    pub fn task(&self) -> &TaskContext {
+        self.task
     }
 
     /// Steps left before the recursion limit, as the task that produced the

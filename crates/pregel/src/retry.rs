@@ -13,6 +13,8 @@ use crate::error::NodeError;
 /// LangGraph checks it first.
 const NOT_RETRIED: &[&str] = &[
     "ValueError",
+    // pydantic's, a `ValueError`: a value that does not fit a typed key.
+    "ValidationError",
     "UnicodeError",
     "UnicodeDecodeError",
     "UnicodeEncodeError",
@@ -230,6 +232,7 @@ mod tests {
     #[test]
     fn default_retry_on_skips_programming_errors() {
         assert!(!RetryOn::Default.matches(&NodeError::new("ValueError", "x")));
+        assert!(!RetryOn::Default.matches(&NodeError::new("ValidationError", "x")));
         assert!(!RetryOn::Default.matches(&NodeError::new("KeyError", "x")));
         assert!(RetryOn::Default.matches(&NodeError::new("ConnectionError", "x")));
         assert!(RetryOn::Default.matches(&NodeError::new("ConnectionResetError", "x")));

@@ -269,3 +269,152 @@ async fn node_update_with_no_parent_key() {
         }
     }
 }
+
+/// Item 13: input that does not fit a typed state is a `ValidationError`
+/// naming the key, as pydantic's is for LangGraph. `"41"` for an integer is
+/// refused too: serde does not coerce (PORTING.md, deliberate differences).
+#[tokio::test]
+async fn typed_input_validation() {
+    use serde::{Deserialize, Serialize};
+    use stategraph_graph::State;
+
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    struct Counter {
+        count: i64,
+        name: String,
+    }
+
+    let expected = support::fidelity("typed_input_validation");
+    let mut graph = StateGraph::typed::<Counter>();
+    graph
+        .add_node("bump", |c: CounterView| async move {
+            Ok::<_, NodeError>(CounterUpdate::default().count(*c.count + 1))
+        })
+        .unwrap();
+    graph.add_edge(START, "bump").unwrap();
+    let app = graph.compile().unwrap();
+    let cfg = RunnableConfig::default();
+    for case in ["word", "list"] {
+        let value = match case {
+            "word" => json!("abc"),
+            _ => json!([1]),
+        };
+        let err = app.invoke(json!({"count": value}), &cfg).await.unwrap_err();
+        assert_eq!(err.class(), expected[case]["error"], "{case}: {err}");
+        assert!(err.to_string().contains("'count'"), "{case}: {err}");
+    }
+    // LangGraph coerces `"41"`; the strict decoding refuses it the same way.
+    assert_eq!(expected["numeric_text"]["output"], json!({"count": 42}));
+    let err = app.invoke(json!({"count": "41"}), &cfg).await.unwrap_err();
+    assert_eq!(err.class(), "ValidationError", "{err}");
+
+    // A node's write that does not fit, and a node input that does not decode.
+    let mut graph = StateGraph::typed::<Counter>();
+    graph
+        .add_node("write", |_: CounterView| async {
+            Ok::<_, NodeError>(json!({"count": "zzz"}))
+        })
+        .unwrap();
+    graph.add_edge(START, "write").unwrap();
+    let err = graph
+        .compile()
+        .unwrap()
+        .invoke(json!({"count": 1}), &cfg)
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "ValidationError", "{err}");
+
+    #[derive(Clone, Debug, Deserialize)]
+    struct Named {
+        #[allow(dead_code)]
+        name: u32,
+    }
+    let mut graph = StateGraph::typed::<Counter>();
+    graph
+        .add_node("read", |_: Named| async { Ok::<_, NodeError>(()) })
+        .unwrap();
+    graph.add_edge(START, "read").unwrap();
+    let err = graph
+        .compile()
+        .unwrap()
+        .invoke(json!({"name": "x"}), &cfg)
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "ValidationError", "{err}");
+    assert!(err.to_string().contains("name"), "{err}");
+}
+
+/// Item 8: routers taking the run's config (`(state, config)`) or its
+/// context (`(state, runtime)`), and a route to a node that does not exist,
+/// ignored with a warning as LangGraph logs one.
+#[tokio::test]
+async fn router_forms() {
+    use stategraph_core::RunnableConfig as Config;
+    use stategraph_graph::{END, PathMap};
+
+    let expected = support::fidelity("router_forms");
+    let build = |add: &dyn Fn(&mut StateGraph)| {
+        let mut graph = StateGraph::new(Schema::new().last_value("x").last_value("log"));
+        graph
+            .add_node("start", |_: Json| async {
+                Ok::<_, NodeError>(json!({"x": 1}))
+            })
+            .unwrap();
+        for side in ["left", "right"] {
+            graph
+                .add_node(side, move |_: Json| async move {
+                    Ok::<_, NodeError>(json!({"log": [side]}))
+                })
+                .unwrap();
+            graph.add_edge(side, END).unwrap();
+        }
+        graph.add_edge(START, "start").unwrap();
+        add(&mut graph);
+        graph.compile().unwrap()
+    };
+    let sides = || Some(PathMap::from([("left", "left"), ("right", "right")]));
+
+    let app = build(&|graph| {
+        let router = |_: &Json, config: &Config| -> String {
+            config.configurable.extra["target"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        graph
+            .add_conditional_edges("start", router, sides())
+            .unwrap();
+    });
+    let cfg = Config::default().with_configurable("target", json!("left"));
+    let out = app.invoke(json!({"x": 0}), &cfg).await.unwrap();
+    assert_eq!(out.to_json().unwrap(), expected["by_config"]);
+
+    struct Target(&'static str);
+    let app = build(&|graph| {
+        let router = |_: &Json, ctx: &TaskContext| ctx.context::<Target>().unwrap().0;
+        graph
+            .add_conditional_edges("start", router, sides())
+            .unwrap();
+    });
+    let options = stategraph_graph::RunOptions::new().context(Target("right"));
+    let out = app
+        .invoke_with(json!({"x": 0}), &Config::default(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.to_json().unwrap(), expected["by_runtime"]);
+
+    let app = build(&|graph| {
+        graph
+            .add_conditional_edges("start", |_: &Json| "nowhere", None)
+            .unwrap();
+    });
+    let (out, warnings) =
+        support::with_warnings(app.invoke(json!({"x": 0}), &Config::default())).await;
+    let unknown = &expected["unknown"];
+    assert_eq!(out.unwrap().to_json().unwrap(), unknown["output"]);
+    assert_eq!(
+        warnings.len(),
+        unknown["warnings"].as_array().unwrap().len()
+    );
+    assert!(warnings[0].contains("nowhere"), "{warnings:?}");
+}

@@ -96,6 +96,7 @@ impl PregelLoop {
             reader: self,
             node: name,
             remaining_steps: self.stop - self.step,
+            task: &self.ctx,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         {

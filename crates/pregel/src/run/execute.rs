@@ -25,6 +25,10 @@ use crate::run_info::WriteSender;
 use crate::shape::{IoChannels, NodeId};
 use crate::{names, retry};
 
+/// What a node run gives: the error handler that took its failure, if one
+/// did, and the node's (or the handler's) result.
+type NodeRun = (Option<NodeId>, std::result::Result<NodeOutput, NodeError>);
+
 impl PregelLoop {
     /// A task's own context, for a task that runs beside others.
     pub(super) fn task_context(&self, task: &Task) -> TaskContext {
@@ -170,29 +174,29 @@ impl PregelLoop {
         }
         let graph = self.graph.clone();
         let mut interrupted = false;
-        let mut running = FuturesUnordered::new();
+        // The tasks with a function, started at most `max_concurrency` at
+        // a time (LangGraph's `max_concurrency`); the others commit now.
+        let mut waiting = Vec::new();
         for (index, task) in tasks.iter_mut().enumerate() {
             if task.cached {
                 continue;
             }
-            let node = &graph.nodes[task.node];
-            match &node.func {
-                Some(_) => {
-                    let (graph, node) = (graph.clone(), task.node);
-                    let input = task.input.clone().unwrap_or_else(Value::null);
-                    let ctx = self.task_context(task);
-                    let run =
-                        async move { (index, run_node(&graph, node, input, &ctx).await) }.boxed();
-                    running.push(match self.task_observer(task) {
-                        Some(observer) => observe(observer, run).boxed(),
-                        None => run,
-                    });
-                }
-                None => {
-                    let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
-                    interrupted |= self.commit(task, Ok(output), saves)?;
-                }
+            if graph.nodes[task.node].func.is_some() {
+                waiting.push(index);
+            } else {
+                let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
+                interrupted |= self.commit(task, Ok(output), saves)?;
             }
+        }
+        let limit = self
+            .run
+            .config
+            .max_concurrency
+            .map_or(usize::MAX, |n| n.max(1));
+        let mut waiting = waiting.into_iter();
+        let mut running = FuturesUnordered::new();
+        for index in waiting.by_ref().take(limit) {
+            running.push(self.start_task(&mut tasks[index], index));
         }
         while let Some((index, (handled_by, result))) = running.next().await {
             let task = &mut tasks[index];
@@ -200,8 +204,24 @@ impl PregelLoop {
                 task.node = handler;
             }
             interrupted |= self.commit(task, result, saves)?;
+            if let Some(next) = waiting.next() {
+                running.push(self.start_task(&mut tasks[next], next));
+            }
         }
         Ok(interrupted)
+    }
+
+    /// The future of a task with a function, one of several in its step:
+    /// its index and what its node (or error handler) returned.
+    fn start_task(&self, task: &mut Task, index: usize) -> BoxFuture<'static, (usize, NodeRun)> {
+        let (graph, node) = (self.graph.clone(), task.node);
+        let input = task.input.clone().unwrap_or_else(Value::null);
+        let ctx = self.task_context(task);
+        let run = async move { (index, run_node(&graph, node, input, &ctx).await) }.boxed();
+        match self.task_observer(task) {
+            Some(observer) => observe(observer, run).boxed(),
+            None => run,
+        }
     }
 
     /// Lends the channels a step's only task reads fresh after writing them

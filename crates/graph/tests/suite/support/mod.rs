@@ -774,3 +774,52 @@ pub(crate) fn postgres_url() -> Option<String> {
         }
     }
 }
+
+/// Runs `run` with a `tracing` collector that keeps the messages of
+/// warnings, returning its output and those messages.
+pub(crate) async fn with_warnings<T>(
+    run: impl std::future::Future<Output = T>,
+) -> (T, Vec<String>) {
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+
+    #[derive(Clone, Default)]
+    struct Warnings(Arc<Mutex<Vec<String>>>);
+
+    struct Message(String);
+
+    impl Visit for Message {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    impl tracing::Subscriber for Warnings {
+        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+            *metadata.level() <= tracing::Level::WARN
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                let mut message = Message(String::new());
+                event.record(&mut message);
+                self.0.lock().unwrap().push(message.0);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    let warnings = Warnings::default();
+    let dispatch = tracing::Dispatch::new(warnings.clone());
+    let _guard = tracing::dispatcher::set_default(&dispatch);
+    let out = run.await;
+    let seen = warnings.0.lock().unwrap().clone();
+    (out, seen)
+}
