@@ -278,6 +278,7 @@ fn ci(root: &Path) -> Result<()> {
         "code_generation",
         "tool_review",
         "bigtool",
+        "subgraph",
     ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);

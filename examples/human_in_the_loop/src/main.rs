@@ -1,13 +1,17 @@
 //! Human in the loop, as docs/guides/human-in-the-loop.md explains it: a
 //! writer drafts a reply, a human reviews it (the run pauses with
 //! `TaskContext::interrupt`), and the answer — approve, edit or reject —
-//! resumes the run. The thread lives in a SQLite file, so each step below
-//! could run in a different process.
+//! resumes the run. The thread lives in a SQLite file, and the pause and
+//! the resume happen in two processes: the program runs itself twice, once
+//! to start the run (`pause FILE`), once to answer the review (`resume
+//! FILE`).
 //!
 //! Run with `cargo run -p human_in_the_loop`; it checks its own output.
 
 // An example prints what it does.
 #![allow(clippy::print_stdout)]
+
+use std::path::Path;
 
 use anyhow::{Context, ensure};
 use serde_json::{Value as Json, json};
@@ -68,32 +72,66 @@ fn answer(value: Json) -> Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = dir.path().join("threads.db");
-    let app = reply_graph(SqliteSaver::open(&db)?)?;
-    let thread = RunnableConfig::thread("ticket-42");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [step, db] if step == "pause" => pause(Path::new(db)).await,
+        [step, db] if step == "resume" => resume(Path::new(db)).await,
+        [] => {
+            // Two processes on one file: the second knows only the thread id.
+            let dir = tempfile::tempdir()?;
+            let db = dir.path().join("threads.db");
+            for step in ["pause", "resume"] {
+                let status = std::process::Command::new(std::env::current_exe()?)
+                    .arg(step)
+                    .arg(&db)
+                    .status()?;
+                ensure!(status.success(), "the {step} process failed: {status}");
+            }
+            Ok(())
+        }
+        _ => anyhow::bail!("usage: human_in_the_loop [pause FILE | resume FILE]"),
+    }
+}
 
-    // 1. The run stops at the review; the question is in the output.
+fn thread() -> RunnableConfig {
+    RunnableConfig::thread("ticket-42")
+}
+
+/// The first process: the run stops at the review, and the process ends.
+async fn pause(db: &Path) -> anyhow::Result<()> {
+    let app = reply_graph(SqliteSaver::open(db)?)?;
     let paused = app
-        .invoke(json!({"question": "refund?"}), &thread)
+        .invoke(json!({"question": "refund?"}), &thread())
         .await?
         .to_json()?;
-    println!("paused: {}", paused["__interrupt__"]);
+    println!(
+        "[process {}] paused: {}",
+        std::process::id(),
+        paused["__interrupt__"]
+    );
     let asked = &paused["__interrupt__"][0]["value"]["review"];
     ensure!(
         *asked == json!("Re: refund?"),
         "unexpected question {asked}"
     );
+    Ok(())
+}
 
-    // 2. Later (another process would open the same file): the pending
-    //    review is in the thread's state.
-    let app = reply_graph(SqliteSaver::open(&db)?)?;
+/// The second process: it finds the pending review in the file, rejects
+/// the draft with a note, then edits the next one and sends it.
+async fn resume(db: &Path) -> anyhow::Result<()> {
+    let thread = thread();
+    let app = reply_graph(SqliteSaver::open(db)?)?;
     let state = app.get_state(&thread).await?;
     ensure!(state.next == ["review"], "next is {:?}", state.next);
-    println!("waiting for: {:?}", state.next);
+    println!(
+        "[process {}] waiting for: {:?}",
+        std::process::id(),
+        state.next
+    );
 
-    // 3. Reject with a note: the writer drafts again, and the run stops at
-    //    the next review.
+    // Reject with a note: the writer drafts again, and the run stops at the
+    // next review.
     let again = app
         .invoke(
             answer(json!({"action": "reject", "note": "mention the 14 days"})),
@@ -105,7 +143,7 @@ async fn main() -> anyhow::Result<()> {
     println!("second draft: {redraft}");
     ensure!(*redraft == json!("Re: refund? (mention the 14 days)"));
 
-    // 4. Edit the draft and send it.
+    // Edit the draft and send it.
     let edited = json!({"action": "edit", "draft": "Yes, within 14 days."});
     let done = app.invoke(answer(edited), &thread).await?.to_json()?;
     println!("sent: {}", done["sent"]);
