@@ -279,6 +279,7 @@ fn ci(root: &Path) -> Result<()> {
         "tool_review",
         "bigtool",
         "subgraph",
+        "streaming_agent",
     ] {
         let mut example = cargo_pg();
         example.args(["run", "--quiet", "-p", name]);
