@@ -146,6 +146,16 @@ impl CompiledStateGraph {
         self.pregel.store()
     }
 
+    /// Drops the node cache's saved writes of these nodes, of every node
+    /// when `None` or empty (LangGraph's `clear_cache`; names that are not
+    /// nodes are skipped).
+    ///
+    /// # Errors
+    /// The graph has no cache.
+    pub fn clear_cache(&self, nodes: Option<&[&str]>) -> Result<()> {
+        self.pregel.clear_cache(nodes)
+    }
+
     /// Runs the graph to the end and returns the output keys' final values.
     ///
     /// # Errors

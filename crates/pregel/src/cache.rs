@@ -153,6 +153,11 @@ impl NodeCache for InMemoryCache {
     }
 }
 
+/// The cache namespace of a node's writes (LangGraph's `__pregel_ns_writes`).
+pub(crate) fn writes_namespace(node: &str) -> String {
+    format!("__pregel_ns_writes:{node}")
+}
+
 /// Resolves cached writes to channel ids of the graph at hand.
 pub(crate) fn resolve(
     writes: &CachedWrites,

@@ -169,6 +169,42 @@ impl Pregel {
     pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
         self.inner.store.as_ref()
     }
+
+    /// Drops the node cache's saved writes of these nodes, of every node
+    /// when `None` or empty (LangGraph's `clear_cache`): their next tasks
+    /// run again. A name that is not a node is skipped, as LangGraph skips
+    /// it (with a warning here).
+    ///
+    /// # Errors
+    /// [`PregelError::InvalidGraph`] when the graph has no cache (LangGraph's
+    /// `ValueError`).
+    pub fn clear_cache(&self, nodes: Option<&[&str]>) -> Result<()> {
+        let cache = self.inner.cache.as_ref().ok_or_else(|| {
+            PregelError::InvalidGraph("No cache is set for this graph. Cannot clear cache.".into())
+        })?;
+        let names: Vec<String> = match nodes {
+            Some(nodes) if !nodes.is_empty() => nodes
+                .iter()
+                .filter(|name| {
+                    let known = self.inner.shape.node_id(name).is_some();
+                    if !known {
+                        tracing::warn!("clear_cache: no node {name:?} in the graph, skipped");
+                    }
+                    known
+                })
+                .map(|name| crate::cache::writes_namespace(name))
+                .collect(),
+            _ => (0..self.inner.nodes.len())
+                .map(|node| crate::cache::writes_namespace(self.inner.shape.node_name(node)))
+                .collect(),
+        };
+        // An empty list would clear the whole cache, other graphs' entries too.
+        if !names.is_empty() {
+            let namespaces: Vec<&str> = names.iter().map(String::as_str).collect();
+            cache.clear(&namespaces);
+        }
+        Ok(())
+    }
 }
 
 /// Builds a [`Pregel`] graph: declare channels first, then nodes that refer to

@@ -135,3 +135,63 @@ async fn without_a_graph_cache_the_policy_is_inert() {
         .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+/// `clear_cache` (LangGraph's): the cleared node runs again; other graphs
+/// sharing the cache keep their entries; unknown names are skipped, as
+/// LangGraph skips them; a graph without a cache is an error.
+#[tokio::test]
+async fn clear_cache_drops_a_nodes_entries() {
+    let (runs, other_runs) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let cache = InMemoryCache::new();
+    let app = graph(runs.clone(), CachePolicy::new(), cache.clone());
+    updates(&app, 1).await;
+    updates(&app, 1).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "served from the cache");
+
+    app.clear_cache(Some(&["slow"])).unwrap();
+    updates(&app, 1).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "ran again after clear_cache"
+    );
+    app.clear_cache(None).unwrap();
+    updates(&app, 1).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+
+    // A graph whose nodes have other names keeps its entries.
+    let mut other = StateGraph::new(Schema::new().last_value("x").append("log"));
+    other
+        .add_node_spec(
+            "other",
+            NodeSpec::new(move |_: Json| {
+                let runs = other_runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, NodeError>(json!({"log": ["o"]}))
+                }
+            })
+            .cache(CachePolicy::new()),
+        )
+        .unwrap();
+    other.add_edge(START, "other").unwrap();
+    let other = other
+        .compile_with(CompileOptions::new().cache(cache.clone()))
+        .unwrap();
+    updates(&other, 1).await;
+    let before = cache.len();
+    app.clear_cache(None).unwrap();
+    assert_eq!(cache.len(), before - 1, "only `slow`'s entry went");
+
+    updates(&app, 1).await;
+    app.clear_cache(Some(&["nope"])).unwrap();
+    assert_eq!(cache.len(), before, "an unknown name clears nothing");
+    let mut plain = StateGraph::new(Schema::new().last_value("x"));
+    plain
+        .add_node("n", |_: Json| async { Ok::<_, NodeError>(()) })
+        .unwrap();
+    plain.add_edge(START, "n").unwrap();
+    let err = plain.compile().unwrap().clear_cache(None).unwrap_err();
+    assert_eq!(err.class(), "ValueError");
+    assert!(err.to_string().contains("No cache is set"), "{err}");
+}

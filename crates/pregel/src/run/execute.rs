@@ -381,10 +381,7 @@ impl PregelLoop {
     pub(super) fn cache_slot(&self, task: &Task) -> Option<(String, String)> {
         let policy = self.graph.nodes[task.node].settings().cache.as_ref()?;
         self.graph.cache.as_ref()?;
-        let namespace = format!(
-            "__pregel_ns_writes:{}",
-            self.graph.shape.node_name(task.node)
-        );
+        let namespace = crate::cache::writes_namespace(self.graph.shape.node_name(task.node));
         Some((namespace, policy.key_of(task.input.as_ref()?)))
     }
 
