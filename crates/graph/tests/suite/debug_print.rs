@@ -5,50 +5,18 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
-
 use futures::StreamExt;
 use serde_json::{Value as Json, json};
 use stategraph_core::RunnableConfig;
 use stategraph_graph::{
     CompileOptions, END, NodeError, RunOptions, START, Schema, StateGraph, StreamMode,
 };
-use tracing::field::{Field, Visit};
-use tracing::{Event, Metadata, Subscriber, span};
+
+use crate::support::EventLog;
 
 /// Collects the messages of `stategraph::print` events.
-#[derive(Clone, Default)]
-struct Printed(Arc<Mutex<Vec<String>>>);
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        }
-    }
-}
-
-impl Subscriber for Printed {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-        span::Id::from_u64(1)
-    }
-    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-    fn event(&self, event: &Event<'_>) {
-        if event.metadata().target() == "stategraph::print" {
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            self.0.lock().unwrap().push(message.0);
-        }
-    }
-    fn enter(&self, _: &span::Id) {}
-    fn exit(&self, _: &span::Id) {}
+fn print_log() -> EventLog {
+    EventLog::new(|metadata| metadata.target() == "stategraph::print")
 }
 
 fn graph(options: CompileOptions) -> stategraph_graph::CompiledStateGraph {
@@ -70,7 +38,7 @@ fn graph(options: CompileOptions) -> stategraph_graph::CompiledStateGraph {
 }
 
 /// Runs `f` on a current-thread runtime with `printed` as the subscriber.
-fn capture<T>(printed: &Printed, f: impl std::future::Future<Output = T>) -> T {
+fn capture<T>(printed: &EventLog, f: impl std::future::Future<Output = T>) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -79,7 +47,7 @@ fn capture<T>(printed: &Printed, f: impl std::future::Future<Output = T>) -> T {
 
 #[test]
 fn debug_prints_updates_and_values_and_invoke_is_unchanged() {
-    let printed = Printed::default();
+    let printed = print_log();
     let graph = graph(CompileOptions::new().debug(true));
     let out = capture(
         &printed,
@@ -88,7 +56,7 @@ fn debug_prints_updates_and_values_and_invoke_is_unchanged() {
     .unwrap();
     assert_eq!(out.to_json().unwrap(), json!({"log": ["a", "b"]}));
     assert_eq!(
-        *printed.0.lock().unwrap(),
+        printed.messages(),
         [
             r#"[values] {"log":[]}"#,
             r#"[updates] {"a":{"log":["a"]}}"#,
@@ -101,7 +69,7 @@ fn debug_prints_updates_and_values_and_invoke_is_unchanged() {
 
 #[test]
 fn print_modes_print_without_streaming_and_nothing_prints_by_default() {
-    let printed = Printed::default();
+    let printed = print_log();
     let graph = graph(CompileOptions::new());
     let chunks: Vec<StreamMode> = capture(&printed, async {
         graph
@@ -117,18 +85,18 @@ fn print_modes_print_without_streaming_and_nothing_prints_by_default() {
     });
     assert_eq!(chunks, [StreamMode::Values; 3]);
     assert_eq!(
-        *printed.0.lock().unwrap(),
+        printed.messages(),
         [
             r#"[updates] {"a":{"log":["a"]}}"#,
             r#"[updates] {"b":{"log":["b"]}}"#,
         ]
     );
 
-    let quiet = Printed::default();
+    let quiet = print_log();
     capture(
         &quiet,
         graph.invoke(json!({"log": []}), &RunnableConfig::default()),
     )
     .unwrap();
-    assert!(quiet.0.lock().unwrap().is_empty());
+    assert!(quiet.messages().is_empty());
 }

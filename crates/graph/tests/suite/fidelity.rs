@@ -154,6 +154,18 @@ async fn resume_on_fresh_thread() {
     assert_eq!(err.to_string(), without["message"].as_str().unwrap());
 }
 
+/// `graph` with a first node, `draft`, writing `draft` from `topic`.
+fn drafting(mut graph: StateGraph) -> StateGraph {
+    graph
+        .add_node("draft", |s: Json| async move {
+            let topic = s["topic"].as_str().unwrap().to_owned();
+            Ok::<_, NodeError>(json!({"draft": format!("draft on {topic}")}))
+        })
+        .unwrap();
+    graph.add_edge(START, "draft").unwrap();
+    graph
+}
+
 /// Item 4: a subgraph node's `updates` chunk is the subgraph's output as
 /// the parent's keys hold it: the keys the parent has (unchanged ones
 /// included), never the subgraph's own keys.
@@ -161,19 +173,12 @@ async fn resume_on_fresh_thread() {
 async fn subgraph_private_update() {
     let expected = support::fidelity("subgraph_private_update");
     for (case, finish) in [("only_private", false), ("both", true)] {
-        let mut child = StateGraph::new(
+        let mut child = drafting(StateGraph::new(
             Schema::new()
                 .last_value("topic")
                 .last_value("draft")
                 .last_value("result"),
-        );
-        child
-            .add_node("draft", |s: Json| async move {
-                let topic = s["topic"].as_str().unwrap().to_owned();
-                Ok::<_, NodeError>(json!({"draft": format!("draft on {topic}")}))
-            })
-            .unwrap();
-        child.add_edge(START, "draft").unwrap();
+        ));
         if finish {
             child
                 .add_node("finish", |s: Json| async move {
@@ -234,16 +239,11 @@ async fn subgraph_private_update() {
 #[tokio::test]
 async fn node_update_with_no_parent_key() {
     let expected = support::fidelity("subgraph_private_update");
-    let mut child = StateGraph::new(Schema::new().last_value("topic").last_value("draft"))
-        .with_output_keys(["draft"])
-        .unwrap();
-    child
-        .add_node("draft", |s: Json| async move {
-            let topic = s["topic"].as_str().unwrap().to_owned();
-            Ok::<_, NodeError>(json!({"draft": format!("draft on {topic}")}))
-        })
-        .unwrap();
-    child.add_edge(START, "draft").unwrap();
+    let child = drafting(
+        StateGraph::new(Schema::new().last_value("topic").last_value("draft"))
+            .with_output_keys(["draft"])
+            .unwrap(),
+    );
     let private_output = NodeSpec::new(child.compile().unwrap());
     let unknown_keys = NodeSpec::new(|_: Json| async { Ok::<_, NodeError>(json!({"draft": "x"})) });
     for (case, node) in [

@@ -55,6 +55,18 @@ fn config() -> RunnableConfig {
     RunnableConfig::default()
 }
 
+/// Runs `app` on `input` to the end; its final state.
+async fn finished<S: State>(
+    app: &stategraph_graph::CompiledStateGraph,
+    input: impl stategraph_graph::TypedInput<S>,
+) -> S {
+    app.invoke_typed(input, &config())
+        .await
+        .unwrap()
+        .done()
+        .unwrap()
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -115,12 +127,7 @@ async fn map_reduce_over_a_typed_state() {
         subjects: strings(&["cats", "elephants", "dogs"]),
         ..Default::default()
     };
-    let out = app
-        .invoke_typed(input, &config())
-        .await
-        .unwrap()
-        .done()
-        .unwrap();
+    let out = finished(&app, input).await;
     assert_eq!(
         out.jokes,
         [
@@ -160,12 +167,7 @@ async fn an_update_writes_exactly_its_set_fields() {
         jokes: strings(&["first"]),
         ..Default::default()
     };
-    let out = app
-        .invoke_typed(input, &config())
-        .await
-        .unwrap()
-        .done()
-        .unwrap();
+    let out = finished(&app, input).await;
     assert_eq!(out.jokes, ["first", "j"]);
     assert_eq!(out.note.as_deref(), Some("hello"));
     // An empty update writes nothing.
@@ -186,18 +188,14 @@ async fn reducers_named_by_path_fold_parallel_writes() {
         graph.add_edge(name, END).unwrap();
     }
     let app = graph.compile().unwrap();
-    let out = app
-        .invoke_typed(
-            Overall {
-                best: "seed".into(),
-                ..Default::default()
-            },
-            &config(),
-        )
-        .await
-        .unwrap()
-        .done()
-        .unwrap();
+    let out = finished(
+        &app,
+        Overall {
+            best: "seed".into(),
+            ..Default::default()
+        },
+    )
+    .await;
     assert_eq!(out.best, "the longest one");
     assert_eq!(out.reviews, 6);
 }
@@ -424,12 +422,7 @@ async fn sends_carry_typed_arguments() {
     graph.add_edge("by_subject", END).unwrap();
     graph.add_edge("by_view", END).unwrap();
     let app = graph.compile().unwrap();
-    let out = app
-        .invoke_typed(Overall::default(), &config())
-        .await
-        .unwrap()
-        .done()
-        .unwrap();
+    let out = finished(&app, Overall::default()).await;
     assert_eq!(out.jokes, ["sent"]);
     assert_eq!(
         *seen.lock().unwrap(),
@@ -537,12 +530,7 @@ async fn topics_and_ephemeral_keys() {
         .unwrap();
     graph.add_edge("collect", END).unwrap();
     let app = graph.compile().unwrap();
-    let out = app
-        .invoke_typed(Events::default(), &config())
-        .await
-        .unwrap()
-        .done()
-        .unwrap();
+    let out = finished(&app, Events::default()).await;
     assert_eq!(out.seen, ["a", "b", "flash=None"]);
     assert_eq!(out.log, ["a", "b"]);
     // `fresh` was emptied after the step that read it; `flash` holds the

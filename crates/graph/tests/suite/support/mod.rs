@@ -17,19 +17,19 @@ use stategraph_pregel::{Input, PregelError, StreamMode, StreamModes};
 
 /// The recorded observations of a case, e.g. `fixture("01_last_value_conflict")`.
 pub(crate) fn fixture(case: &str) -> Json {
-    let path = format!(
-        "{}/../../fixtures/traces/{case}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
-    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
+    recorded("traces", case)
 }
 
 /// What LangGraph 1.2.22 did in one fidelity check (issue 23), recorded by
 /// `fixtures/fidelity/record/<case>.py`.
 pub(crate) fn fidelity(case: &str) -> Json {
+    recorded("fidelity", case)
+}
+
+/// `fixtures/<dir>/<case>.json`.
+fn recorded(dir: &str, case: &str) -> Json {
     let path = format!(
-        "{}/../../fixtures/fidelity/{case}.json",
+        "{}/../../fixtures/{dir}/{case}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
@@ -775,51 +775,62 @@ pub(crate) fn postgres_url() -> Option<String> {
     }
 }
 
-/// Runs `run` with a `tracing` collector that keeps the messages of
-/// warnings, returning its output and those messages.
+/// A `tracing` collector keeping the messages of the events `keep` accepts.
+#[derive(Clone)]
+pub(crate) struct EventLog {
+    keep: fn(&tracing::Metadata<'_>) -> bool,
+    messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl EventLog {
+    pub(crate) fn new(keep: fn(&tracing::Metadata<'_>) -> bool) -> Self {
+        Self {
+            keep,
+            messages: std::sync::Arc::default(),
+        }
+    }
+
+    /// The messages kept so far.
+    pub(crate) fn messages(&self) -> Vec<String> {
+        self.messages.lock().unwrap().clone()
+    }
+}
+
+impl tracing::Subscriber for EventLog {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        if (self.keep)(event.metadata()) {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.messages.lock().unwrap().push(message.0);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Runs `run` with a collector of warnings; its output and their messages.
 pub(crate) async fn with_warnings<T>(
     run: impl std::future::Future<Output = T>,
 ) -> (T, Vec<String>) {
-    use std::sync::{Arc, Mutex};
-    use tracing::field::{Field, Visit};
-
-    #[derive(Clone, Default)]
-    struct Warnings(Arc<Mutex<Vec<String>>>);
-
-    struct Message(String);
-
-    impl Visit for Message {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            if field.name() == "message" {
-                self.0 = format!("{value:?}");
-            }
-        }
-    }
-
-    impl tracing::Subscriber for Warnings {
-        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-            *metadata.level() <= tracing::Level::WARN
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            if *event.metadata().level() == tracing::Level::WARN {
-                let mut message = Message(String::new());
-                event.record(&mut message);
-                self.0.lock().unwrap().push(message.0);
-            }
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
-
-    let warnings = Warnings::default();
-    let dispatch = tracing::Dispatch::new(warnings.clone());
+    let log = EventLog::new(|metadata| *metadata.level() == tracing::Level::WARN);
+    let dispatch = tracing::Dispatch::new(log.clone());
     let _guard = tracing::dispatcher::set_default(&dispatch);
     let out = run.await;
-    let seen = warnings.0.lock().unwrap().clone();
-    (out, seen)
+    (out, log.messages())
 }
