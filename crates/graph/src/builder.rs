@@ -315,6 +315,8 @@ pub struct StateGraph {
     pub(crate) waiting_edges: Arc<BTreeSet<(Vec<String>, String)>>,
     pub(crate) branches: BTreeMap<String, Vec<(String, Branch)>>,
     pub(crate) defaults: NodeDefaults,
+    // The JSON schema of the run context nodes read, when declared.
+    pub(crate) context_schema: Option<serde_json::Value>,
 }
 
 impl StateGraph {
@@ -331,7 +333,17 @@ impl StateGraph {
             waiting_edges: Arc::default(),
             branches: BTreeMap::new(),
             defaults: NodeDefaults::default(),
+            context_schema: None,
         }
+    }
+
+    /// Declares the type of the run context nodes read
+    /// (`TaskContext::context::<C>()`, given by `RunOptions::context`), for
+    /// the graph's context JSON schema (LangGraph's `context_schema`).
+    #[must_use]
+    pub fn with_context_schema<C: stategraph_llm::schemars::JsonSchema>(mut self) -> Self {
+        self.context_schema = Some(crate::jsonschema::titled_json_schema_of::<C>());
+        self
     }
 
     /// A graph over the typed state `S`: its derived schema, one key per

@@ -22,6 +22,7 @@ use stategraph_pregel::{
 
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
+use crate::jsonschema::GraphSchemas;
 use crate::node::Route;
 use crate::start::{InputKeys, StartChannel, for_each_entry};
 use crate::{END, GraphError, START};
@@ -227,10 +228,17 @@ impl StateGraph {
             options.interrupt_before_nodes(),
             options.interrupt_after_nodes(),
         );
+        let schemas = GraphSchemas::new(
+            &self.schema,
+            self.input_keys.as_deref(),
+            self.output_keys.as_deref(),
+            self.context_schema.clone(),
+        );
         Ok(CompiledStateGraph::with_structure(
             builder.build()?,
             &declared,
             structure,
+            schemas,
         ))
     }
 

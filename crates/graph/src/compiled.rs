@@ -11,6 +11,7 @@ use stategraph_pregel::{
 
 use crate::builder::{NodeNames, NodeSpec, StateGraph};
 use crate::draw::{DrawableGraph, GraphStructure};
+use crate::jsonschema::GraphSchemas;
 use crate::typed::{RunOutcome, TypedInput};
 
 /// A runnable graph (LangGraph's `CompiledStateGraph`).
@@ -22,6 +23,7 @@ pub struct CompiledStateGraph {
     structure: Arc<GraphStructure>,
     // Nodes that run a compiled graph, by node name.
     subgraphs: Arc<[(String, CompiledStateGraph)]>,
+    schemas: Arc<GraphSchemas>,
 }
 
 impl fmt::Debug for CompiledStateGraph {
@@ -39,15 +41,50 @@ impl CompiledStateGraph {
             pregel,
             &declared,
             GraphStructure::from_nodes(graph, &declared),
+            GraphSchemas::any(),
         )
     }
 
-    /// [`CompiledStateGraph::new`] with the builder's nodes (in declaration
-    /// order) and the drawing structure given.
+    /// The JSON schema of the graph's input (LangGraph's
+    /// `get_input_jsonschema`): its input keys, each with its type's schema
+    /// (a typed state's field types that are `JsonSchema`, or what
+    /// [`Schema::describe`](crate::Schema::describe) says; any value
+    /// otherwise), titled as pydantic titles them.
+    pub fn input_jsonschema(&self) -> serde_json::Value {
+        self.schemas.input.clone()
+    }
+
+    /// The JSON schema of the graph's output (LangGraph's
+    /// `get_output_jsonschema`): its output keys.
+    pub fn output_jsonschema(&self) -> serde_json::Value {
+        self.schemas.output.clone()
+    }
+
+    /// The JSON schema of the whole state (every key).
+    pub fn state_jsonschema(&self) -> serde_json::Value {
+        self.schemas.state.clone()
+    }
+
+    /// The JSON schema of the run context, when the graph declared its type
+    /// ([`StateGraph::with_context_schema`]; LangGraph's
+    /// `get_context_jsonschema`).
+    pub fn context_jsonschema(&self) -> Option<serde_json::Value> {
+        self.schemas.context.clone()
+    }
+
+    /// LangGraph's (deprecated) `get_config_jsonschema`: the context's
+    /// schema under `configurable`, or `{}`.
+    pub fn config_jsonschema(&self) -> serde_json::Value {
+        self.schemas.config()
+    }
+
+    /// A compiled graph with the builder's nodes (in declaration order),
+    /// the drawing structure and the JSON schemas given.
     pub(crate) fn with_structure(
         pregel: Pregel,
         declared: &[(NodeNames, &NodeSpec)],
         structure: GraphStructure,
+        schemas: GraphSchemas,
     ) -> Self {
         let subgraphs: Vec<(String, CompiledStateGraph)> = declared
             .iter()
@@ -60,6 +97,7 @@ impl CompiledStateGraph {
             pregel,
             structure: Arc::new(structure),
             subgraphs: subgraphs.into(),
+            schemas: Arc::new(schemas),
         }
     }
 

@@ -7,6 +7,7 @@ mod compiled;
 mod draw;
 mod error;
 mod func;
+mod jsonschema;
 mod messages;
 mod node;
 mod schema;
@@ -58,6 +59,7 @@ pub mod __private {
     pub use stategraph_core::{Value, ValueError};
     pub use stategraph_pregel::{ChannelValues, Input, NodeError, NodeOutput};
 
+    pub use crate::jsonschema::{SchemaOf, ViaAnyValue, ViaJsonSchema};
     pub use crate::state::{decode_key, default_value, invalid_input, state_values};
     pub use crate::{FromInput, IntoNodeOutput, Schema, State, TypedInput};
 }

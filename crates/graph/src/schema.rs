@@ -22,6 +22,9 @@ use crate::GraphError;
 #[derive(Clone, Default)]
 pub struct Schema {
     keys: Vec<(Arc<str>, Arc<dyn Channel>)>,
+    // What the graph's JSON schemas show: a title, and keys' value schemas.
+    title: Option<Arc<str>>,
+    json: Vec<(Arc<str>, serde_json::Value)>,
 }
 
 impl fmt::Debug for Schema {
@@ -72,6 +75,34 @@ impl Schema {
     #[must_use]
     pub fn append(self, name: impl Into<String>) -> Self {
         self.key(name, ListAppend::channel())
+    }
+
+    /// Names the state in its JSON schemas (a typed state's struct name;
+    /// `State` when unnamed).
+    #[must_use]
+    pub fn titled(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(Arc::from(title.into()));
+        self
+    }
+
+    /// Describes the values of `key` in the graph's JSON schemas (any value
+    /// when undescribed), e.g. `json!({"type": "integer"})`.
+    #[must_use]
+    pub fn describe(mut self, key: impl Into<String>, schema: serde_json::Value) -> Self {
+        let key: String = key.into();
+        self.json.retain(|(k, _)| **k != *key);
+        self.json.push((Arc::from(key), schema));
+        self
+    }
+
+    /// The state's title in JSON schemas, if named.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The JSON schema of `key`'s values, if described.
+    pub fn key_json_schema(&self, key: &str) -> Option<&serde_json::Value> {
+        self.json.iter().find(|(k, _)| **k == *key).map(|(_, s)| s)
     }
 
     /// The key names, in declaration order.

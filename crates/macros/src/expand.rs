@@ -151,6 +151,7 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
     let p = quote!(#root::__private);
     let update = format_ident!("{}Update", name);
     let view = format_ident!("{}View", name);
+    let name_text = name.to_string();
 
     let idents: Vec<_> = specs.iter().map(|s| &s.ident).collect();
     let types: Vec<_> = specs.iter().map(|s| &s.ty).collect();
@@ -350,8 +351,14 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
             type View = #view;
 
             fn schema() -> #p::Schema {
+                // Each field's JSON schema: its type's own when the type is
+                // `JsonSchema`, else any value (`SchemaOf`).
+                #[allow(unused_imports)]
+                use #p::{ViaAnyValue as _, ViaJsonSchema as _};
                 #p::Schema::new()
+                    .titled(#name_text)
                     #( .key(#keys, #channels) )*
+                    #( .describe(#keys, (&&#p::SchemaOf::<#types>::new()).field_schema()) )*
             }
 
             fn view(__values: &#p::ChannelValues) -> ::core::result::Result<#view, #p::ValueError> {

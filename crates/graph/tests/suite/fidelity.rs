@@ -418,3 +418,112 @@ async fn router_forms() {
     );
     assert!(warnings[0].contains("nowhere"), "{warnings:?}");
 }
+
+/// Item 5: a compiled graph's JSON schemas (input, output, context, config)
+/// from a typed state, as LangGraph's `get_*_jsonschema` give them for the
+/// same `TypedDict`s. Compared without the details only one side writes
+/// (schemars' integer `format`; pydantic's `anyOf` for an optional value).
+#[tokio::test]
+async fn graph_jsonschemas() {
+    use serde::{Deserialize, Serialize};
+    use stategraph_graph::State;
+    use stategraph_llm::schemars::{self, JsonSchema};
+
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    struct Overall {
+        name: String,
+        count: i64,
+        #[state(reducer = append)]
+        items: Vec<String>,
+        note: Option<String>,
+    }
+
+    #[derive(JsonSchema)]
+    #[schemars(crate = "schemars")]
+    #[allow(dead_code)]
+    struct Ctx {
+        user_id: String,
+    }
+
+    /// Drops `format`; writes `{"type": [t, "null"]}` as `anyOf`.
+    fn plain(json: &Json) -> Json {
+        match json {
+            Json::Object(map) => {
+                let mut out = serde_json::Map::new();
+                for (key, value) in map {
+                    if key == "format" {
+                        continue;
+                    }
+                    out.insert(key.clone(), plain(value));
+                }
+                if let Some(Json::Array(types)) = out.get("type").cloned() {
+                    out.remove("type");
+                    let any: Vec<Json> = types.iter().map(|t| json!({"type": t})).collect();
+                    out.insert("anyOf".into(), Json::Array(any));
+                }
+                Json::Object(out)
+            }
+            Json::Array(items) => Json::Array(items.iter().map(plain).collect()),
+            other => other.clone(),
+        }
+    }
+    fn sorted_required(mut json: Json) -> Json {
+        if let Some(required) = json.get_mut("required").and_then(Json::as_array_mut) {
+            required.sort_by_key(|k| k.as_str().unwrap_or_default().to_owned());
+        }
+        json
+    }
+
+    let expected = support::fidelity("graph_jsonschemas");
+    let build = |graph: StateGraph| {
+        let mut graph = graph;
+        graph
+            .add_node("n", |_: Json| async { Ok::<_, NodeError>(()) })
+            .unwrap();
+        graph.add_edge(START, "n").unwrap();
+        graph.compile().unwrap()
+    };
+    let full = build(StateGraph::typed::<Overall>().with_context_schema::<Ctx>());
+    for (ours, theirs) in [
+        (full.input_jsonschema(), &expected["input"]),
+        (full.output_jsonschema(), &expected["output"]),
+        (full.context_jsonschema().unwrap(), &expected["context"]),
+        (full.config_jsonschema(), &expected["config"]),
+    ] {
+        assert_eq!(
+            sorted_required(plain(&ours)),
+            sorted_required(theirs.clone())
+        );
+    }
+
+    // Input and output keys narrow the schemas (LangGraph's input and
+    // output schemas; the title stays the state's).
+    let narrow = build(
+        StateGraph::typed::<Overall>()
+            .with_input_keys(["name"])
+            .unwrap()
+            .with_output_keys(["items"])
+            .unwrap(),
+    );
+    for (ours, theirs) in [
+        (narrow.input_jsonschema(), &expected["narrow_input"]),
+        (narrow.output_jsonschema(), &expected["narrow_output"]),
+    ] {
+        assert_eq!(plain(&ours)["properties"], theirs["properties"]);
+        assert_eq!(ours["required"], theirs["required"]);
+    }
+    assert_eq!(narrow.context_jsonschema(), None);
+    assert!(expected["no_context"].is_null());
+
+    // A dynamic schema: any value per key unless described.
+    let dynamic = build(StateGraph::new(
+        Schema::new()
+            .last_value("topic")
+            .describe("topic", json!({"type": "string"})),
+    ));
+    assert_eq!(
+        dynamic.input_jsonschema(),
+        json!({"properties": {"topic": {"title": "Topic", "type": "string"}},
+               "required": ["topic"], "title": "State", "type": "object"})
+    );
+}

@@ -1,0 +1,212 @@
+//! JSON schemas of a compiled graph (LangGraph's `get_input_jsonschema`,
+//! `get_output_jsonschema`, `get_context_jsonschema`): what a client may
+//! send as input, what the graph returns, its whole state and its run
+//! context, as JSON Schema objects shaped as pydantic writes them.
+
+use std::marker::PhantomData;
+
+use serde_json::{Map, Value as Json, json};
+use stategraph_llm::schemars::JsonSchema;
+use stategraph_llm::schemars::generate::SchemaSettings;
+
+use crate::schema::Schema;
+
+/// The schemas of one compiled graph.
+#[derive(Clone, Debug)]
+pub(crate) struct GraphSchemas {
+    pub(crate) state: Json,
+    pub(crate) input: Json,
+    pub(crate) output: Json,
+    pub(crate) context: Option<Json>,
+}
+
+impl GraphSchemas {
+    /// The schemas of a state, its input and output keys (all keys when
+    /// `None`), and a declared context.
+    pub(crate) fn new(
+        schema: &Schema,
+        input_keys: Option<&[String]>,
+        output_keys: Option<&[String]>,
+        context: Option<Json>,
+    ) -> Self {
+        let keys: Vec<&str> = schema.keys().collect();
+        let pick = |only: Option<&[String]>| -> Vec<&str> {
+            match only {
+                Some(only) => keys
+                    .iter()
+                    .copied()
+                    .filter(|k| only.iter().any(|o| o == k))
+                    .collect(),
+                None => keys.clone(),
+            }
+        };
+        Self {
+            state: object(schema, &keys),
+            input: object(schema, &pick(input_keys)),
+            output: object(schema, &pick(output_keys)),
+            context,
+        }
+    }
+
+    /// What a graph of the functional API (one node, any input) shows.
+    pub(crate) fn any() -> Self {
+        Self {
+            state: json!({}),
+            input: json!({}),
+            output: json!({}),
+            context: None,
+        }
+    }
+
+    /// LangGraph's config schema: the context's, under `configurable`.
+    pub(crate) fn config(&self) -> Json {
+        let Some(context) = &self.context else {
+            return json!({});
+        };
+        let title = context["title"].as_str().unwrap_or("Context").to_owned();
+        json!({
+            "$defs": {title.clone(): context},
+            "properties": {"configurable": {"$ref": format!("#/$defs/{title}"), "default": null}},
+            "title": "LangGraphConfig",
+            "type": "object",
+        })
+    }
+}
+
+/// An object schema of these keys: each key's declared schema with a
+/// pydantic-style title, every key required (as a `TypedDict`'s are).
+fn object(schema: &Schema, keys: &[&str]) -> Json {
+    let mut properties = Map::new();
+    for key in keys {
+        let mut property = schema
+            .key_json_schema(key)
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if let Some(map) = property.as_object_mut() {
+            map.insert("title".into(), Json::String(title_case(key)));
+        }
+        properties.insert((*key).to_owned(), property);
+    }
+    json!({
+        "properties": properties,
+        "required": keys,
+        "title": schema.title().unwrap_or("State"),
+        "type": "object",
+    })
+}
+
+/// pydantic's title of a field: words split at `_`, each capitalised
+/// (`user_id` → `User Id`).
+pub(crate) fn title_case(key: &str) -> String {
+    key.split('_')
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The JSON schema of `T`, inlined (no `$ref`, no `$schema`), titled with
+/// the type's name, its properties titled as pydantic titles them.
+pub(crate) fn titled_json_schema_of<T: JsonSchema>() -> Json {
+    let mut json = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(map) = json.as_object_mut() {
+        map.remove("$schema");
+        if let Some(Json::Object(properties)) = map.get_mut("properties") {
+            for (key, property) in properties.iter_mut() {
+                if let Some(property) = property.as_object_mut() {
+                    property
+                        .entry("title")
+                        .or_insert_with(|| Json::String(title_case(key)));
+                }
+            }
+        }
+    }
+    json
+}
+
+/// The JSON schema of a field's type: [`titled_json_schema_of`] without
+/// the title (the field's own title replaces it).
+fn json_schema_of<T: JsonSchema>() -> Json {
+    let mut json = titled_json_schema_of::<T>();
+    if let Some(map) = json.as_object_mut() {
+        map.remove("title");
+    }
+    json
+}
+
+/// The schema of a field type, chosen at compile time by the generated
+/// code of `#[derive(State)]`: `T`'s own when it is `JsonSchema`
+/// ([`ViaJsonSchema`], implemented one reference closer to the `&&`
+/// receiver), else `{}` (any value). Not a public API.
+#[doc(hidden)]
+pub struct SchemaOf<T>(PhantomData<fn() -> T>);
+
+impl<T> SchemaOf<T> {
+    /// The probe for `T`.
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for SchemaOf<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The schema of a `JsonSchema` type.
+#[doc(hidden)]
+pub trait ViaJsonSchema {
+    /// The schema.
+    fn field_schema(&self) -> Json;
+}
+
+impl<T: JsonSchema> ViaJsonSchema for &SchemaOf<T> {
+    fn field_schema(&self) -> Json {
+        json_schema_of::<T>()
+    }
+}
+
+/// Any other type: any value.
+#[doc(hidden)]
+pub trait ViaAnyValue {
+    /// The schema.
+    fn field_schema(&self) -> Json;
+}
+
+impl<T> ViaAnyValue for SchemaOf<T> {
+    fn field_schema(&self) -> Json {
+        json!({})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_follow_pydantic() {
+        assert_eq!(title_case("user_id"), "User Id");
+        assert_eq!(title_case("name"), "Name");
+        assert_eq!(title_case("__private"), "Private");
+    }
+
+    // The `&&` is the dispatch under test, not a needless borrow.
+    #[test]
+    #[allow(clippy::needless_borrow)]
+    fn field_schemas_fall_back_to_any() {
+        struct Opaque;
+        assert_eq!((&&SchemaOf::<u8>::new()).field_schema()["type"], "integer");
+        assert_eq!((&&SchemaOf::<Opaque>::new()).field_schema(), json!({}));
+    }
+}
