@@ -30,8 +30,9 @@ pub use model::{
     SharedChatModel, StructuredChatModel, ToolChoice, ToolSchema,
 };
 pub use tool::{
-    DynTool, FnTool, Injected, InjectedArg, SharedTool, Tool, ToolContext, ToolControl, ToolError,
-    ToolOutput, error_message, find_tool, run_tool_call, strip_injected, tool_schema,
+    DynTool, FnTool, Injected, InjectedArg, OutputDeltaWriter, SharedTool, Tool, ToolContext,
+    ToolControl, ToolError, ToolOutput, error_message, find_tool, run_tool_call, strip_injected,
+    tool_schema,
 };
 
 /// The schemars crate, for `#[derive(JsonSchema)]` on tool arguments without

@@ -181,6 +181,16 @@ impl ToolContext {
         self
     }
 
+    /// Streams part of the tool's output as it is made (LangGraph's
+    /// `ToolRuntime.emit_output_delta`): a `tool-output-delta` event of the
+    /// run's `tools` stream, when the run streams that mode; nothing
+    /// otherwise.
+    pub fn emit_output_delta(&self, delta: Json) {
+        if let Some(writer) = self.get::<OutputDeltaWriter>() {
+            (writer.0)(delta);
+        }
+    }
+
     /// The extension of type `T`, if the caller added one.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.extensions
@@ -366,6 +376,18 @@ impl From<Json> for ToolOutput {
             Json::String(text) => Self::new(text),
             other => Self::new(other.to_string()),
         }
+    }
+}
+
+/// Where [`ToolContext::emit_output_delta`] sends a call's partial output:
+/// the runner of the call (`ToolNode`) adds it as an extension when the run
+/// streams tool events.
+#[derive(Clone)]
+pub struct OutputDeltaWriter(pub Arc<dyn Fn(Json) + Send + Sync>);
+
+impl fmt::Debug for OutputDeltaWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OutputDeltaWriter(..)")
     }
 }
 

@@ -7,10 +7,10 @@ use futures::future::join_all;
 use stategraph_core::Value;
 use stategraph_graph::{ChannelValues, Command, Interrupted, IntoNode, NodeError, TaskContext};
 use stategraph_llm::{
-    InvalidToolCall, Message, REMOVE_ALL_MESSAGES, SharedTool, ToolCall, ToolContext, ToolError,
-    ToolMessage, error_message,
+    InvalidToolCall, Message, OutputDeltaWriter, REMOVE_ALL_MESSAGES, SharedTool, ToolCall,
+    ToolContext, ToolError, ToolMessage, error_message,
 };
-use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput, node_future};
+use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput, StreamMode, node_future};
 use stategraph_store::ToolContextStore;
 
 use crate::history::invalid_call_message;
@@ -321,10 +321,40 @@ impl ToolNode {
             Some(id) => ctx.with_tool_call_id(id.clone()),
             None => ctx,
         };
+        // The `tools` stream, when the run streams it (LangGraph's tool
+        // lifecycle events).
+        let events = ctx
+            .get::<TaskContext>()
+            .filter(|task| task.streams(StreamMode::Tools))
+            .map(|task| ToolEvents::new(task, call));
+        let ctx = match &events {
+            Some(events) => {
+                events.started(call);
+                ctx.with_extension(Arc::new(events.delta_writer()))
+            }
+            None => ctx,
+        };
         match tool.dyn_call(call.args.clone(), ctx).await {
             Ok(output) => match output.control.as_ref().and_then(|c| c.get::<Command>()) {
-                Some(command) => Ok(Answer::Command(command.clone())),
-                None => Ok(Answer::Message(output.into_message(call))),
+                Some(command) => {
+                    if let Some(events) = &events {
+                        events.finished(serde_json::Value::Null);
+                    }
+                    Ok(Answer::Command(command.clone()))
+                }
+                None => {
+                    let message = output.into_message(call);
+                    if let Some(events) = &events {
+                        let mut shown = serde_json::to_value(Message::from(message.clone()))
+                            .unwrap_or_default();
+                        // LangChain's dump always says the status.
+                        if let Some(fields) = shown.as_object_mut() {
+                            fields.entry("status").or_insert_with(|| "success".into());
+                        }
+                        events.finished(shown);
+                    }
+                    Ok(Answer::Message(message))
+                }
             },
             // An interrupt pauses the run: no error policy may catch it.
             Err(error) if interrupted(&error).is_some() => {
@@ -333,11 +363,70 @@ impl ToolNode {
                     NodeError::from,
                 ))
             }
-            Err(error) => match self.errors.text(call, &error) {
-                Some(text) => Ok(Answer::Message(error_message(call, text))),
-                None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
-            },
+            Err(error) => {
+                if let Some(events) = &events {
+                    events.failed(&error);
+                }
+                match self.errors.text(call, &error) {
+                    Some(text) => Ok(Answer::Message(error_message(call, text))),
+                    None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
+                }
+            }
         }
+    }
+}
+
+/// The `tools` stream events of one call (LangGraph's
+/// `StreamToolCallHandler`): started, output deltas, finished or failed.
+/// An interrupted call sends neither end: it runs again on resume.
+struct ToolEvents {
+    task: Arc<TaskContext>,
+    call_id: String,
+}
+
+impl ToolEvents {
+    fn new(task: Arc<TaskContext>, call: &ToolCall) -> Self {
+        Self {
+            task,
+            call_id: call.id.clone().unwrap_or_default(),
+        }
+    }
+
+    fn started(&self, call: &ToolCall) {
+        self.task.write_tool_event(serde_json::json!({
+            "event": "tool-started",
+            "tool_call_id": self.call_id,
+            "tool_name": call.name,
+            "input": call.args,
+        }));
+    }
+
+    /// What `ToolContext::emit_output_delta` writes through.
+    fn delta_writer(&self) -> OutputDeltaWriter {
+        let (task, call_id) = (self.task.clone(), self.call_id.clone());
+        OutputDeltaWriter(Arc::new(move |delta| {
+            task.write_tool_event(serde_json::json!({
+                "event": "tool-output-delta",
+                "tool_call_id": call_id,
+                "delta": delta,
+            }));
+        }))
+    }
+
+    fn finished(&self, output: serde_json::Value) {
+        self.task.write_tool_event(serde_json::json!({
+            "event": "tool-finished",
+            "tool_call_id": self.call_id,
+            "output": output,
+        }));
+    }
+
+    fn failed(&self, error: &ToolError) {
+        self.task.write_tool_event(serde_json::json!({
+            "event": "tool-error",
+            "tool_call_id": self.call_id,
+            "message": error.to_string(),
+        }));
     }
 }
 

@@ -27,6 +27,9 @@ pub enum StreamMode {
     Debug,
     /// LLM tokens (with the LLM layer).
     Messages,
+    /// Tool calls as they start, stream output, finish or fail (LangGraph's
+    /// `tools` mode; `ToolNode` writes them).
+    Tools,
 }
 
 impl StreamMode {
@@ -40,6 +43,7 @@ impl StreamMode {
             Self::Checkpoints => "checkpoints",
             Self::Debug => "debug",
             Self::Messages => "messages",
+            Self::Tools => "tools",
         }
     }
 

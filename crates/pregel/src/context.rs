@@ -239,6 +239,27 @@ impl TaskContext {
         }
     }
 
+    /// Whether the run streams `mode` (to its caller or, for a subgraph,
+    /// to its parent's stream): what a node checks before building a chunk
+    /// nobody reads.
+    pub fn streams(&self, mode: StreamMode) -> bool {
+        self.run.sinks().any(|sink| sink.wants(mode))
+    }
+
+    /// Sends an event to the `tools` stream (LangGraph's tool lifecycle
+    /// events: `tool-started`, `tool-output-delta`, `tool-finished`,
+    /// `tool-error`); `ToolNode` writes them for every call it runs.
+    pub fn write_tool_event(&self, event: impl Serialize + Send + Sync + 'static) {
+        let value = Value::new(event);
+        for sink in self
+            .run
+            .sinks()
+            .filter(|sink| sink.wants(StreamMode::Tools))
+        {
+            sink.push(StreamMode::Tools, value.clone());
+        }
+    }
+
     /// In an error handler (see [`PregelNode::set_error_handler`](crate::PregelNode::set_error_handler)): the
     /// failure it answers. `None` in any other node.
     pub fn failure(&self) -> Option<&NodeFailure> {

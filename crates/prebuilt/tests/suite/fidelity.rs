@@ -85,3 +85,105 @@ async fn llm_input_window() {
         assert_eq!(shown(&messages), expected["final"], "{policy:?}");
     }
 }
+
+/// Item 9: the `tools` stream mode. A call that answers sends
+/// `tool-started` then `tool-finished` (with its tool message), a failing
+/// one `tool-started` then `tool-error` (its error is then answered to the
+/// model by the error policy); and `emit_output_delta` streams partial
+/// output in between.
+#[tokio::test]
+async fn tools_stream_mode() {
+    use futures::StreamExt;
+    use stategraph_graph::{RunOptions, StreamMode};
+    use stategraph_prebuilt::ToolErrors;
+
+    let expected = support::fidelity("tools_stream_mode");
+    let broken: SharedTool = Arc::new(FnTool::typed(
+        "broken",
+        "Always fails.",
+        |_: Json, _ctx| async { Err::<String, _>(ToolError::failed("disk full")) },
+    ));
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("")
+            .with_tool_calls(vec![
+                ToolCall::new("lookup", json!({"query": "x"})).with_id("c1"),
+                ToolCall::new("broken", json!({"query": "y"})).with_id("c2"),
+            ])
+            .with_id("ai-1"),
+        AiMessage::new("done").with_id("ai-2"),
+    ]));
+    let agent = create_react_agent(model, [lookup(), broken])
+        .handle_tool_errors(ToolErrors::All)
+        .build()
+        .unwrap();
+    let input = json!({"messages": [{"type": "human", "content": "find x"}]});
+    let options = RunOptions::new().subgraphs(true);
+    let mut events: Vec<Json> = agent
+        .stream_with(
+            input,
+            &RunnableConfig::default(),
+            StreamMode::Tools,
+            options,
+        )
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            let mut event = chunk.to_json();
+            if event["event"] == "tool-finished" {
+                let output = &event["output"];
+                event["output"] = json!({
+                    "type": output["type"], "content": output["content"],
+                    "tool_call_id": output["tool_call_id"], "name": output["name"],
+                    "status": output["status"],
+                });
+            }
+            json!([chunk.namespace.to_vec(), chunk.mode.as_str(), event])
+        })
+        .collect()
+        .await;
+    // The two calls run as tasks of one step: each call's events are in
+    // order, the calls in either.
+    let by_call = |e: &Json| e[2]["tool_call_id"].as_str().unwrap_or_default().to_owned();
+    events.sort_by_key(by_call);
+    let mut theirs = expected["events"].as_array().unwrap().clone();
+    theirs.sort_by_key(by_call);
+    assert_eq!(events, theirs);
+
+    // Partial output from inside a tool.
+    let chatty: SharedTool = Arc::new(FnTool::typed(
+        "chatty",
+        "Streams.",
+        |_: Json, ctx: stategraph_llm::ToolContext| async move {
+            ctx.emit_output_delta(json!("half"));
+            Ok::<_, ToolError>("all".to_owned())
+        },
+    ));
+    let model = Arc::new(ScriptedChatModel::new([
+        AiMessage::new("").with_tool_calls(vec![ToolCall::new("chatty", json!({})).with_id("c3")]),
+        AiMessage::new("done"),
+    ]));
+    let agent = create_react_agent(model, [chatty]).build().unwrap();
+    let kinds: Vec<Json> = agent
+        .stream(
+            input_for("go"),
+            &RunnableConfig::default(),
+            StreamMode::Tools,
+        )
+        .map(|chunk| chunk.unwrap().to_json())
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(|e| json!([e["event"], e.get("delta").cloned().unwrap_or(Json::Null)]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            json!(["tool-started", null]),
+            json!(["tool-output-delta", "half"]),
+            json!(["tool-finished", null])
+        ]
+    );
+}
+
+fn input_for(text: &str) -> Json {
+    json!({"messages": [{"type": "human", "content": text}]})
+}
