@@ -9,8 +9,8 @@ use serde::Serialize;
 use stategraph_channels::{EphemeralValue, LastValue};
 use stategraph_core::Value;
 use stategraph_pregel::{
-    ChannelValues, IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelNode, Reads, TaskContext,
-    node_future,
+    CachePolicy, ChannelValues, IoSpec, NodeError, NodeFn, NodeOutput, Pregel, PregelNode, Reads,
+    RetryPolicy, TaskContext, TimeoutPolicy, node_future,
 };
 
 use crate::node::FromInput;
@@ -93,6 +93,9 @@ impl EntrypointOutput for Value {
 pub struct Entrypoint {
     name: String,
     func: NodeFn,
+    retry: Vec<RetryPolicy>,
+    cache: Option<CachePolicy>,
+    timeout: Option<TimeoutPolicy>,
 }
 
 impl Entrypoint {
@@ -127,7 +130,42 @@ impl Entrypoint {
         Self {
             name: name.into(),
             func,
+            retry: Vec::new(),
+            cache: None,
+            timeout: None,
         }
+    }
+
+    /// Retries a failed workflow run under `policy` (LangGraph's
+    /// `@entrypoint(retry_policy=...)`): the whole function runs again,
+    /// its finished tasks replayed from their saved results.
+    #[must_use]
+    pub fn retry(self, policy: RetryPolicy) -> Self {
+        self.retry_policies(vec![policy])
+    }
+
+    /// Retries with the first matching policy of these.
+    #[must_use]
+    pub fn retry_policies(mut self, policies: Vec<RetryPolicy>) -> Self {
+        self.retry = policies;
+        self
+    }
+
+    /// Bounds each run of the workflow function (LangGraph's
+    /// `@entrypoint(timeout=...)`).
+    #[must_use]
+    pub fn timeout(mut self, policy: impl Into<TimeoutPolicy>) -> Self {
+        self.timeout = Some(policy.into());
+        self
+    }
+
+    /// Serves the workflow's result from the graph's cache
+    /// (`CompileOptions::cache`) for an input (and saved `previous` value)
+    /// it has seen (LangGraph's `@entrypoint(cache_policy=...)`).
+    #[must_use]
+    pub fn cache(mut self, policy: CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
     }
 
     /// Compiles the workflow (a checkpointer, a name and so on come from
@@ -159,10 +197,15 @@ impl Entrypoint {
             (Arc::from(START), start),
             (Arc::from(PREVIOUS), previous),
         ]));
-        builder.add_node(
-            &self.name,
-            PregelNode::new(vec![start], reads, Some(self.func.clone()), vec![writer]),
-        )?;
+        let mut node = PregelNode::new(vec![start], reads, Some(self.func.clone()), vec![writer]);
+        if !self.retry.is_empty() {
+            node.set_retry(self.retry.clone());
+        }
+        if let Some(policy) = self.cache.clone() {
+            node.set_cache_policy(policy);
+        }
+        node.set_timeout(self.timeout.clone());
+        builder.add_node(&self.name, node)?;
         let pregel: Pregel = builder
             .input(START)
             .output(END)

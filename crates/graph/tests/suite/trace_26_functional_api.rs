@@ -211,3 +211,64 @@ async fn trace_26_task_retry_and_empty_input() {
     nodes.sort();
     assert_eq!(json!(nodes), expected("graph_nodes"));
 }
+
+/// An entrypoint's own retry, cache and timeout policies (LangGraph's
+/// `@entrypoint(retry_policy=..., cache_policy=..., timeout=...)`).
+#[tokio::test]
+async fn entrypoint_retry_cache_and_timeout() {
+    use stategraph_graph::{CachePolicy, InMemoryCache, TimeoutPolicy};
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let flaky = Entrypoint::new("flaky", move |x: i64, _: Option<Value>, _: TaskContext| {
+        let attempt = counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if attempt == 0 {
+                return Err(NodeError::new("ConnectionError", "try again"));
+            }
+            Ok::<_, NodeError>(json!(x * 2))
+        }
+    })
+    .retry(RetryPolicy {
+        initial_interval: Duration::from_millis(1),
+        jitter: false,
+        ..RetryPolicy::default()
+    })
+    .cache(CachePolicy::new())
+    .compile(CompileOptions::new().cache(InMemoryCache::new()))
+    .unwrap();
+    let cfg = RunnableConfig::default();
+    assert_eq!(
+        flaky
+            .invoke(json!(21), &cfg)
+            .await
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!(42)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "failed once, retried once");
+    // The same input again: served from the cache, the function not called.
+    assert_eq!(
+        flaky
+            .invoke(json!(21), &cfg)
+            .await
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!(42)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    flaky.invoke(json!(1), &cfg).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "a new input runs");
+
+    let slow = Entrypoint::new("slow", |_: Json, _: Option<Value>, _: TaskContext| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok::<_, NodeError>(json!(null))
+    })
+    .timeout(TimeoutPolicy::run(Duration::from_millis(20)))
+    .compile(CompileOptions::new())
+    .unwrap();
+    let err = slow.invoke(json!(1), &cfg).await.unwrap_err();
+    assert!(err.to_string().contains("slow"), "{err}");
+}
