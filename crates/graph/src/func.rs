@@ -204,7 +204,7 @@ impl Entrypoint {
         if let Some(policy) = self.cache.clone() {
             node.set_cache_policy(policy);
         }
-        node.set_timeout(self.timeout.clone());
+        node.set_timeout(self.timeout);
         builder.add_node(&self.name, node)?;
         let pregel: Pregel = builder
             .input(START)
