@@ -238,28 +238,23 @@ async fn entrypoint_retry_cache_and_timeout() {
     .compile(CompileOptions::new().cache(InMemoryCache::new()))
     .unwrap();
     let cfg = RunnableConfig::default();
-    assert_eq!(
-        flaky
-            .invoke(json!(21), &cfg)
-            .await
-            .unwrap()
-            .to_json()
-            .unwrap(),
-        json!(42)
-    );
+    let doubled = |x: i64| {
+        let (flaky, cfg) = (&flaky, &cfg);
+        async move {
+            flaky
+                .invoke(json!(x), cfg)
+                .await
+                .unwrap()
+                .to_json()
+                .unwrap()
+        }
+    };
+    assert_eq!(doubled(21).await, json!(42));
     assert_eq!(runs.load(Ordering::SeqCst), 2, "failed once, retried once");
     // The same input again: served from the cache, the function not called.
-    assert_eq!(
-        flaky
-            .invoke(json!(21), &cfg)
-            .await
-            .unwrap()
-            .to_json()
-            .unwrap(),
-        json!(42)
-    );
+    assert_eq!(doubled(21).await, json!(42));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    flaky.invoke(json!(1), &cfg).await.unwrap();
+    doubled(1).await;
     assert_eq!(runs.load(Ordering::SeqCst), 3, "a new input runs");
 
     let slow = Entrypoint::new("slow", |_: Json, _: Option<Value>, _: TaskContext| async {
