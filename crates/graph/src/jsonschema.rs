@@ -7,7 +7,6 @@ use std::marker::PhantomData;
 
 use serde_json::{Map, Value as Json, json};
 use stategraph_llm::schemars::JsonSchema;
-use stategraph_llm::schemars::generate::SchemaSettings;
 
 use crate::schema::Schema;
 
@@ -113,21 +112,13 @@ pub(crate) fn title_case(key: &str) -> String {
 /// The JSON schema of `T`, inlined (no `$ref`, no `$schema`), titled with
 /// the type's name, its properties titled as pydantic titles them.
 pub(crate) fn titled_json_schema_of<T: JsonSchema>() -> Json {
-    let mut json = SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .with(|settings| settings.inline_subschemas = true)
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value();
-    if let Some(map) = json.as_object_mut() {
-        map.remove("$schema");
-        if let Some(Json::Object(properties)) = map.get_mut("properties") {
-            for (key, property) in properties.iter_mut() {
-                if let Some(property) = property.as_object_mut() {
-                    property
-                        .entry("title")
-                        .or_insert_with(|| Json::String(title_case(key)));
-                }
+    let mut json = stategraph_llm::inline_schema::<T>();
+    if let Some(Json::Object(properties)) = json.get_mut("properties") {
+        for (key, property) in properties.iter_mut() {
+            if let Some(property) = property.as_object_mut() {
+                property
+                    .entry("title")
+                    .or_insert_with(|| Json::String(title_case(key)));
             }
         }
     }

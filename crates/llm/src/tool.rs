@@ -819,11 +819,24 @@ impl Tool for FnTool {
 /// assert_eq!(schema["properties"]["query"]["description"], "What to look for.");
 /// ```
 pub fn tool_schema<T: JsonSchema>() -> Json {
-    let schema = SchemaSettings::draft2020_12()
+    schema_for::<T>(SchemaSettings::draft2020_12())
+}
+
+/// [`tool_schema`] with every subschema written in place (no `$defs`, no
+/// `$ref`): a schema that can be nested inside another one as it is.
+pub fn inline_schema<T: JsonSchema>() -> Json {
+    schema_for::<T>(
+        SchemaSettings::draft2020_12().with(|settings| settings.inline_subschemas = true),
+    )
+}
+
+/// The JSON schema of `T` for deserializing, without `$schema`.
+fn schema_for<T: JsonSchema>(settings: SchemaSettings) -> Json {
+    let mut json = settings
         .for_deserialize()
         .into_generator()
-        .into_root_schema_for::<T>();
-    let mut json = schema.to_value();
+        .into_root_schema_for::<T>()
+        .to_value();
     if let Some(map) = json.as_object_mut() {
         map.remove("$schema");
     }
