@@ -338,20 +338,14 @@ impl ToolNode {
             Ok(output) => match output.control.as_ref().and_then(|c| c.get::<Command>()) {
                 Some(command) => {
                     if let Some(events) = &events {
-                        events.finished(serde_json::Value::Null);
+                        events.finished(None);
                     }
                     Ok(Answer::Command(command.clone()))
                 }
                 None => {
                     let message = output.into_message(call);
                     if let Some(events) = &events {
-                        let mut shown = serde_json::to_value(Message::from(message.clone()))
-                            .unwrap_or_default();
-                        // LangChain's dump always says the status.
-                        if let Some(fields) = shown.as_object_mut() {
-                            fields.entry("status").or_insert_with(|| "success".into());
-                        }
-                        events.finished(shown);
+                        events.finished(Some(&message));
                     }
                     Ok(Answer::Message(message))
                 }
@@ -413,7 +407,15 @@ impl ToolEvents {
         }))
     }
 
-    fn finished(&self, output: serde_json::Value) {
+    /// The call finished: its tool message, as LangChain dumps it (the
+    /// status always said), or nothing for a `Command`.
+    fn finished(&self, message: Option<&ToolMessage>) {
+        let mut output = message
+            .and_then(|message| serde_json::to_value(Message::from(message.clone())).ok())
+            .unwrap_or_default();
+        if let Some(fields) = output.as_object_mut() {
+            fields.entry("status").or_insert_with(|| "success".into());
+        }
         self.task.write_tool_event(serde_json::json!({
             "event": "tool-finished",
             "tool_call_id": self.call_id,

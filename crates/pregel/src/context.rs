@@ -233,10 +233,7 @@ impl TaskContext {
         {
             progress.beat();
         }
-        let value = Value::new(value);
-        for sink in self.run.sinks() {
-            sink.push(StreamMode::Custom, value.clone());
-        }
+        self.push(StreamMode::Custom, Value::new(value));
     }
 
     /// Whether the run streams `mode` (to its caller or, for a subgraph,
@@ -250,13 +247,13 @@ impl TaskContext {
     /// events: `tool-started`, `tool-output-delta`, `tool-finished`,
     /// `tool-error`); `ToolNode` writes them for every call it runs.
     pub fn write_tool_event(&self, event: impl Serialize + Send + Sync + 'static) {
-        let value = Value::new(event);
-        for sink in self
-            .run
-            .sinks()
-            .filter(|sink| sink.wants(StreamMode::Tools))
-        {
-            sink.push(StreamMode::Tools, value.clone());
+        self.push(StreamMode::Tools, Value::new(event));
+    }
+
+    /// Sends a chunk to every sink of the run that streams `mode`.
+    fn push(&self, mode: StreamMode, value: Value) {
+        for sink in self.run.sinks() {
+            sink.push(mode, value.clone());
         }
     }
 
