@@ -102,6 +102,16 @@ impl fmt::Display for ShortTypeName<'_> {
 }
 
 impl ValueError {
+    /// LangGraph's exception class for the failure when it meets a typed
+    /// key or a typed node input: `ValidationError` (pydantic's) for a value
+    /// of the wrong shape, `ValueError` for one that cannot be read at all.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Self::Decode { .. } => "ValidationError",
+            _ => "ValueError",
+        }
+    }
+
     /// Always [`ErrorKind::Serialization`].
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::Serialization

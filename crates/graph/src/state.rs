@@ -151,10 +151,7 @@ pub trait State: Sized + std::marker::Send + Sync + 'static {
     /// A value that is not a map, or does not decode to its field's type
     /// (naming the key).
     fn read_update(values: &Value) -> Result<Self::Update, ValueError> {
-        if values.as_json().is_some_and(serde_json::Value::is_null) {
-            return Ok(Self::Update::default());
-        }
-        Self::update(&*state_values(values.clone())?)
+        Self::update(&*state_map(values.clone())?)
     }
 }
 
@@ -218,26 +215,26 @@ fn at_key(key: &str, err: ValueError) -> ValueError {
 }
 
 /// A node input that does not decode into the node's input type: a
-/// `ValidationError` (pydantic's class for a state that does not validate)
-/// naming the key and the path, or a `ValueError` for a value that cannot
-/// be read at all (too deep, too large).
+/// `ValidationError` naming the key and the path, or a `ValueError` for a
+/// value that cannot be read at all ([`ValueError::class`]).
 #[doc(hidden)]
 pub fn invalid_input(err: ValueError) -> stategraph_pregel::NodeError {
-    let class = match err {
-        ValueError::Decode { .. } => "ValidationError",
-        _ => "ValueError",
-    };
-    stategraph_pregel::NodeError::with_source(class, err)
+    stategraph_pregel::NodeError::with_source(err.class(), err)
+}
+
+/// The state map of a run's output or a chunk: `null` (no output) is the
+/// empty map.
+fn state_map(output: Value) -> Result<Arc<ChannelValues>, ValueError> {
+    if output.as_json().is_some_and(serde_json::Value::is_null) {
+        return Ok(Arc::default());
+    }
+    state_values(output)
 }
 
 /// The typed state of a run's output: `null` (no output) reads as every key
 /// missing.
 pub(crate) fn from_output<S: State>(output: Value) -> Result<S, ValueError> {
-    let values = if output.as_json().is_some_and(serde_json::Value::is_null) {
-        Arc::new(ChannelValues::default())
-    } else {
-        state_values(output)?
-    };
+    let values = state_map(output)?;
     let view = S::view(&values)?;
     // Release the map first, so `into` can move values nobody else shares.
     drop(values);

@@ -243,12 +243,8 @@ impl PregelError {
             Self::GraphRecursion { .. } => "GraphRecursionError",
             Self::InvalidUpdate(_) => "InvalidUpdateError",
             Self::Channel(err) if err.is_invalid_update() => "InvalidUpdateError",
-            // A value that does not fit a typed key (pydantic's error class
-            // for a state that does not validate).
-            Self::Channel(ChannelError::Value {
-                source: ValueError::Decode { .. },
-                ..
-            }) => "ValidationError",
+            // A value that does not fit a typed key.
+            Self::Channel(ChannelError::Value { source, .. }) => source.class(),
             Self::Channel(_) | Self::Value(_) => "ValueError",
             Self::Node { error, .. } => error.class(),
             Self::EmptyInput(_) => "EmptyInputError",
