@@ -385,11 +385,11 @@ pub struct ByRefWithContext;
 /// (LangGraph's `(state, config)` form).
 pub struct ByRefWithConfig;
 
-/// Implements `IntoRouter` for one router form: the marker, the function
-/// type, and how the router is called with the decoded input and the
-/// run's context.
+/// Implements `IntoRouter` for one router form: its marker, its function
+/// type, and how it is called (`|router, input, ctx| call`) with the
+/// decoded input and the run's context.
 macro_rules! router_form {
-    ($marker:ident, $($bound:tt)+) => {
+    ($marker:ident, [$($bound:tt)+], |$f:ident, $input:ident, $ctx:pat_param| $call:expr) => {
         impl<F, I, R> IntoRouter<($marker, I, R)> for F
         where
             F: $($bound)+ + std::marker::Send + Sync + 'static,
@@ -398,8 +398,8 @@ macro_rules! router_form {
         {
             fn into_router(self) -> RouterFn {
                 Arc::new(move |input, ctx| {
-                    let input = I::from_input(input)?;
-                    Ok(router_form!(@call $marker, self, input, ctx).into_routes())
+                    let ($f, $input, $ctx) = (&self, I::from_input(input)?, ctx);
+                    Ok($call.into_routes())
                 })
             }
 
@@ -408,16 +408,20 @@ macro_rules! router_form {
             }
         }
     };
-    (@call ByRef, $f:ident, $input:ident, $ctx:ident) => {{ let _ = $ctx; $f(&$input) }};
-    (@call ByValue, $f:ident, $input:ident, $ctx:ident) => {{ let _ = $ctx; $f($input) }};
-    (@call ByRefWithContext, $f:ident, $input:ident, $ctx:ident) => { $f(&$input, $ctx) };
-    (@call ByRefWithConfig, $f:ident, $input:ident, $ctx:ident) => { $f(&$input, $ctx.config()) };
 }
 
-router_form!(ByRef, Fn(&I) -> R);
-router_form!(ByValue, Fn(I) -> R);
-router_form!(ByRefWithContext, Fn(&I, &TaskContext) -> R);
-router_form!(ByRefWithConfig, Fn(&I, &stategraph_core::RunnableConfig) -> R);
+router_form!(ByRef, [Fn(&I) -> R], |f, input, _| f(&input));
+router_form!(ByValue, [Fn(I) -> R], |f, input, _| f(input));
+router_form!(
+    ByRefWithContext,
+    [Fn(&I, &TaskContext) -> R],
+    |f, input, ctx| f(&input, ctx)
+);
+router_form!(
+    ByRefWithConfig,
+    [Fn(&I, &stategraph_core::RunnableConfig) -> R],
+    |f, input, ctx| f(&input, ctx.config())
+);
 
 /// Marker for a compiled graph used as a node.
 pub struct Subgraph;
