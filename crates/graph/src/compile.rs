@@ -229,9 +229,9 @@ impl StateGraph {
             options.interrupt_after_nodes(),
         );
         let schemas = GraphSchemas::new(
-            &self.schema,
-            self.input_keys.as_deref(),
-            self.output_keys.as_deref(),
+            self.schema.clone(),
+            self.input_keys.clone(),
+            self.output_keys.clone(),
             self.context_schema.clone(),
         );
         Ok(CompiledStateGraph::with_structure(

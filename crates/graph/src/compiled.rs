@@ -41,7 +41,7 @@ impl CompiledStateGraph {
             pregel,
             &declared,
             GraphStructure::from_nodes(graph, &declared),
-            GraphSchemas::any(),
+            GraphSchemas::default(),
         )
     }
 
@@ -51,25 +51,25 @@ impl CompiledStateGraph {
     /// [`Schema::describe`](crate::Schema::describe) says; any value
     /// otherwise), titled as pydantic titles them.
     pub fn input_jsonschema(&self) -> serde_json::Value {
-        self.schemas.input.clone()
+        self.schemas.input()
     }
 
     /// The JSON schema of the graph's output (LangGraph's
     /// `get_output_jsonschema`): its output keys.
     pub fn output_jsonschema(&self) -> serde_json::Value {
-        self.schemas.output.clone()
+        self.schemas.output()
     }
 
     /// The JSON schema of the whole state (every key).
     pub fn state_jsonschema(&self) -> serde_json::Value {
-        self.schemas.state.clone()
+        self.schemas.state()
     }
 
     /// The JSON schema of the run context, when the graph declared its type
     /// ([`StateGraph::with_context_schema`]; LangGraph's
     /// `get_context_jsonschema`).
     pub fn context_jsonschema(&self) -> Option<serde_json::Value> {
-        self.schemas.context.clone()
+        self.schemas.context()
     }
 
     /// LangGraph's (deprecated) `get_config_jsonschema`: the context's

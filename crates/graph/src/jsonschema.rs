@@ -10,56 +10,65 @@ use stategraph_llm::schemars::JsonSchema;
 
 use crate::schema::Schema;
 
-/// The schemas of one compiled graph.
-#[derive(Clone, Debug)]
+/// What the schemas of one compiled graph are made from; each schema is
+/// made when asked for (rarely: a server's schema endpoint), so compiling
+/// pays only for keeping the parts.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct GraphSchemas {
-    pub(crate) state: Json,
-    pub(crate) input: Json,
-    pub(crate) output: Json,
-    pub(crate) context: Option<Json>,
+    // `None`: a graph of the functional API, whose input is any value.
+    source: Option<Source>,
+}
+
+#[derive(Clone, Debug)]
+struct Source {
+    schema: Schema,
+    input_keys: Option<Vec<String>>,
+    output_keys: Option<Vec<String>>,
+    context: Option<Json>,
 }
 
 impl GraphSchemas {
     /// The schemas of a state, its input and output keys (all keys when
     /// `None`), and a declared context.
     pub(crate) fn new(
-        schema: &Schema,
-        input_keys: Option<&[String]>,
-        output_keys: Option<&[String]>,
+        schema: Schema,
+        input_keys: Option<Vec<String>>,
+        output_keys: Option<Vec<String>>,
         context: Option<Json>,
     ) -> Self {
-        let keys: Vec<&str> = schema.keys().collect();
-        let pick = |only: Option<&[String]>| -> Vec<&str> {
-            match only {
-                Some(only) => keys
-                    .iter()
-                    .copied()
-                    .filter(|k| only.iter().any(|o| o == k))
-                    .collect(),
-                None => keys.clone(),
-            }
-        };
         Self {
-            state: object(schema, &keys),
-            input: object(schema, &pick(input_keys)),
-            output: object(schema, &pick(output_keys)),
-            context,
+            source: Some(Source {
+                schema,
+                input_keys,
+                output_keys,
+                context,
+            }),
         }
     }
 
-    /// What a graph of the functional API (one node, any input) shows.
-    pub(crate) fn any() -> Self {
-        Self {
-            state: json!({}),
-            input: json!({}),
-            output: json!({}),
-            context: None,
-        }
+    /// The whole state's schema.
+    pub(crate) fn state(&self) -> Json {
+        self.object(|_| None)
+    }
+
+    /// The input keys' schema.
+    pub(crate) fn input(&self) -> Json {
+        self.object(|source| source.input_keys.as_deref())
+    }
+
+    /// The output keys' schema.
+    pub(crate) fn output(&self) -> Json {
+        self.object(|source| source.output_keys.as_deref())
+    }
+
+    /// The declared context's schema.
+    pub(crate) fn context(&self) -> Option<Json> {
+        self.source.as_ref()?.context.clone()
     }
 
     /// LangGraph's config schema: the context's, under `configurable`.
     pub(crate) fn config(&self) -> Json {
-        let Some(context) = &self.context else {
+        let Some(context) = self.context() else {
             return json!({});
         };
         let title = context["title"].as_str().unwrap_or("Context").to_owned();
@@ -69,6 +78,23 @@ impl GraphSchemas {
             "title": "LangGraphConfig",
             "type": "object",
         })
+    }
+
+    /// The object schema of the keys `only` picks (all when `None`), or any
+    /// value for a graph of the functional API.
+    fn object(&self, only: impl Fn(&Source) -> Option<&[String]>) -> Json {
+        let Some(source) = &self.source else {
+            return json!({});
+        };
+        let keys: Vec<&str> = match only(source) {
+            Some(only) => source
+                .schema
+                .keys()
+                .filter(|k| only.iter().any(|o| o == k))
+                .collect(),
+            None => source.schema.keys().collect(),
+        };
+        object(&source.schema, &keys)
     }
 }
 

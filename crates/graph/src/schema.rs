@@ -22,9 +22,10 @@ use crate::GraphError;
 #[derive(Clone, Default)]
 pub struct Schema {
     keys: Vec<(Arc<str>, Arc<dyn Channel>)>,
-    // What the graph's JSON schemas show: a title, and keys' value schemas.
+    // What the graph's JSON schemas show: a title, and keys' value schemas
+    // (shared: compiled graphs keep a copy of the schema).
     title: Option<Arc<str>>,
-    json: Vec<(Arc<str>, serde_json::Value)>,
+    json: Arc<Vec<(Arc<str>, serde_json::Value)>>,
 }
 
 impl fmt::Debug for Schema {
@@ -90,8 +91,9 @@ impl Schema {
     #[must_use]
     pub fn describe(mut self, key: impl Into<String>, schema: serde_json::Value) -> Self {
         let key: String = key.into();
-        self.json.retain(|(k, _)| **k != *key);
-        self.json.push((Arc::from(key), schema));
+        let json = Arc::make_mut(&mut self.json);
+        json.retain(|(k, _)| **k != *key);
+        json.push((Arc::from(key), schema));
         self
     }
 
