@@ -451,7 +451,10 @@ async fn select_tools(
     let query = call.args["query"].as_str().unwrap_or_default().to_owned();
     let mut tool_ctx = ToolContext::default()
         .with_state(single.state.clone())
-        .with_config(ctx.config().clone());
+        .with_config_from({
+            let task = ctx.clone();
+            move || task.shared_config().clone()
+        });
     if let Some(id) = &call.id {
         tool_ctx = tool_ctx.with_tool_call_id(id.clone());
     }

@@ -347,31 +347,61 @@ impl CompiledStateGraph {
     /// Writes `values` (a JSON object or a state update) to a thread's state
     /// as if `as_node` had returned them (LangGraph's `update_state`):
     /// through the reducers, with that node's edges firing. `None` infers
-    /// the node that ran last. Returns the new checkpoint's address
-    /// (`source: update`); resume from it with
+    /// the node that ran last; [`END`](crate::END) (with no values) clears
+    /// the pending tasks, [`INPUT`](crate::INPUT) writes input and
+    /// [`COPY`](crate::COPY) copies the checkpoint (see [`StateUpdate`]).
+    /// A config whose `checkpoint_ns` names a subgraph's namespace (as
+    /// [`get_state_with_subgraphs`](Self::get_state_with_subgraphs) gives
+    /// it) updates that subgraph's state. Returns the new checkpoint's
+    /// address (`source: update`); resume from it with
     /// [`Input::Resume`](stategraph_pregel::Input::Resume).
     ///
     /// # Errors
-    /// See [`Pregel::update_state`](stategraph_pregel::Pregel::update_state).
+    /// See [`Pregel::update_state`](stategraph_pregel::Pregel::update_state);
+    /// a namespace of no subgraph of this graph is
+    /// `PregelError::InvalidGraph` (`Subgraph <name> not found`).
     pub async fn update_state(
         &self,
         config: &RunnableConfig,
         values: Option<Value>,
         as_node: Option<&str>,
     ) -> Result<CheckpointConfig> {
-        self.pregel.update_state(config, values, as_node).await
+        let mut update = StateUpdate::default();
+        update.values = values;
+        update.as_node = as_node.map(str::to_owned);
+        self.bulk_update_state(config, vec![vec![update]]).await
     }
 
     /// Several supersteps of updates, one checkpoint each (LangGraph's
-    /// `bulk_update_state`).
+    /// `bulk_update_state`), in this graph's state or, by the config's
+    /// `checkpoint_ns`, a subgraph's.
     ///
     /// # Errors
-    /// See [`Pregel::bulk_update_state`](stategraph_pregel::Pregel::bulk_update_state).
+    /// See [`Pregel::bulk_update_state`](stategraph_pregel::Pregel::bulk_update_state)
+    /// and [`CompiledStateGraph::update_state`].
     pub async fn bulk_update_state(
         &self,
         config: &RunnableConfig,
         supersteps: Vec<Vec<StateUpdate>>,
     ) -> Result<CheckpointConfig> {
-        self.pregel.bulk_update_state(config, supersteps).await
+        let saver = self
+            .pregel
+            .checkpointer()
+            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
+        let graph = self.for_namespace(config.checkpoint_ns()).map_err(|_| {
+            let names: Vec<&str> = config
+                .checkpoint_ns()
+                .split('|')
+                .map(|segment| segment.split_once(':').map_or(segment, |(node, _)| node))
+                .collect();
+            stategraph_pregel::PregelError::InvalidGraph(format!(
+                "Subgraph {} not found",
+                names.join("|")
+            ))
+        })?;
+        graph
+            .pregel
+            .bulk_update_state_in(saver, config, supersteps)
+            .await
     }
 }

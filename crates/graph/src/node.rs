@@ -437,10 +437,9 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
             let graph = self.clone();
             let ctx = ctx.clone();
             node_future(async move {
-                let config = ctx.config().clone();
                 match graph
                     .pregel()
-                    .invoke_parts(input, &config, ctx.subgraph_options())
+                    .invoke_parts(input, ctx.config(), ctx.subgraph_options())
                     .await
                 {
                     // The subgraph stopped on interrupts: so does this task.

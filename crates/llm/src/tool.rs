@@ -134,11 +134,11 @@ impl InjectedArg {
 }
 
 /// What a tool call runs with besides its arguments: the call id, the graph
-/// state, the run's config, and typed extensions (the store, the runtime, or
+/// state, the task's config, and typed extensions (the store, the runtime, or
 /// anything else the caller provides).
 ///
-/// Cloning is cheap: the state is a shared [`Value`] and extensions are
-/// `Arc`s.
+/// Cloning is cheap: the state is a shared [`Value`], the config and the
+/// extensions are `Arc`s.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ToolContext {
@@ -146,8 +146,7 @@ pub struct ToolContext {
     pub tool_call_id: Option<String>,
     /// The graph state the call sees.
     pub state: Option<Value>,
-    /// The run's configuration.
-    pub config: RunnableConfig,
+    config: ConfigSlot,
     extensions: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
 }
 
@@ -166,11 +165,43 @@ impl ToolContext {
         self
     }
 
-    /// Sets the run's configuration.
+    /// Sets the configuration (a `RunnableConfig`, or one already shared).
     #[must_use]
-    pub fn with_config(mut self, config: RunnableConfig) -> Self {
-        self.config = config;
+    pub fn with_config(mut self, config: impl Into<Arc<RunnableConfig>>) -> Self {
+        self.config = ConfigSlot::default();
+        // A fresh cell: `set` cannot fail.
+        let _ = self.config.ready.set(config.into());
         self
+    }
+
+    /// Sets the configuration to the one `make` gives when a tool first
+    /// asks for it (a graph's task config is made only for the tools that
+    /// read it).
+    #[must_use]
+    pub fn with_config_from(
+        mut self,
+        make: impl Fn() -> Arc<RunnableConfig> + Send + Sync + 'static,
+    ) -> Self {
+        self.config = ConfigSlot {
+            ready: std::sync::OnceLock::new(),
+            make: Some(Arc::new(make)),
+        };
+        self
+    }
+
+    /// The configuration of the task running the tool (in a graph: its
+    /// task config, with `thread_id`, `checkpoint_ns` and the
+    /// `langgraph_*` metadata); the default config when none was set.
+    pub fn config(&self) -> &RunnableConfig {
+        self.shared_config()
+    }
+
+    /// [`ToolContext::config`], shared (a reference-count increment to keep).
+    pub fn shared_config(&self) -> &Arc<RunnableConfig> {
+        self.config.ready.get_or_init(|| match &self.config.make {
+            Some(make) => make(),
+            None => Arc::default(),
+        })
     }
 
     /// Adds a typed extension (one per type; a second one replaces the
@@ -260,12 +291,19 @@ impl ToolContext {
     }
 }
 
+/// Where a tool context's config comes from: set, or made when first read.
+#[derive(Clone, Default)]
+struct ConfigSlot {
+    ready: std::sync::OnceLock<Arc<RunnableConfig>>,
+    make: Option<Arc<dyn Fn() -> Arc<RunnableConfig> + Send + Sync>>,
+}
+
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("tool_call_id", &self.tool_call_id)
             .field("state", &self.state)
-            .field("config", &self.config)
+            .field("config", self.config())
             .field("extensions", &self.extensions.len())
             .finish()
     }

@@ -281,10 +281,12 @@ impl ToolNode {
     /// The context every tool call of a task starts from (the task itself
     /// included, for [`interrupt`]).
     fn context(&self, state: Value, ctx: &TaskContext) -> ToolContext {
+        let task = Arc::new(ctx.clone());
         let base = ToolContext::default()
             .with_state(state)
-            .with_config(ctx.config().clone())
-            .with_extension(Arc::new(ctx.clone()));
+            .with_extension(task.clone())
+            // Made only for tools that read it.
+            .with_config_from(move || task.shared_config().clone());
         match ctx.store() {
             Some(store) => base.with_store(store.clone()),
             None => base,

@@ -2,10 +2,11 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
-use stategraph_core::{RunnableConfig, Value};
+
+use stategraph_core::{JsonMap, RunnableConfig, Value};
 
 use crate::chunk::{StreamMode, StreamModes};
 use crate::error::{NodeError, NodeFailure};
@@ -39,6 +40,8 @@ pub struct TaskContext {
     // Set by `TaskContext::interrupt_scope`: the part of the task (a tool
     // call) whose interrupts have ids and answers of their own.
     pub(crate) scope: Option<Arc<str>>,
+    // The task's own config, made when first asked for (see `config`).
+    pub(crate) task_config: OnceLock<Arc<RunnableConfig>>,
 }
 
 impl TaskContext {
@@ -194,9 +197,100 @@ impl TaskContext {
         ctx
     }
 
-    /// The run configuration.
+    /// The task's configuration (LangGraph's task config): the run's, with
+    /// the task's place in the thread's checkpoints and the `langgraph_*`
+    /// metadata, as LangGraph hands it to a node:
+    ///
+    /// - `configurable.checkpoint_ns`: the task's namespace, `node:task_id`
+    ///   (inside a subgraph, after the subgraph's: `sub:id|inner:id`);
+    /// - `configurable.checkpoint_id`: `None`, so a graph invoked with this
+    ///   config (a subgraph) never reads it as time travel;
+    /// - `configurable["checkpoint_map"]`: the checkpoint each enclosing
+    ///   namespace's step started from, by namespace (`""` for the root);
+    /// - `metadata`: the run's, with `thread_id` (and `checkpoint_ns`,
+    ///   `checkpoint_id`, `task_id`, `run_id`, `assistant_id`, `graph_id`
+    ///   when configured) copied in, then `langgraph_step`,
+    ///   `langgraph_node`, `langgraph_triggers`, `langgraph_path`,
+    ///   `langgraph_checkpoint_ns`, then the node's own metadata.
+    ///
+    /// Made on first call (most nodes never read it). In a run without a
+    /// checkpointer the map names the id the step's checkpoint would have:
+    /// such a run saves none.
     pub fn config(&self) -> &RunnableConfig {
-        &self.run.config
+        self.shared_config()
+    }
+
+    /// [`TaskContext::config`], shared: what a tool context or anything
+    /// else that outlives the borrow keeps (a reference-count increment).
+    pub fn shared_config(&self) -> &Arc<RunnableConfig> {
+        self.task_config
+            .get_or_init(|| Arc::new(self.build_config()))
+    }
+
+    /// The task's namespace: `node:task_id` after the run's own.
+    pub(crate) fn namespace(&self) -> String {
+        if let Some(pad) = &self.pad {
+            return pad.namespace().to_owned();
+        }
+        let own = format!("{}:{}", self.node(), self.task_id());
+        match self.run.config.checkpoint_ns() {
+            "" => own,
+            outer => format!("{outer}|{own}"),
+        }
+    }
+
+    /// The id of the checkpoint the task's step started from.
+    fn step_checkpoint(&self) -> String {
+        match self.pad.as_ref().and_then(|pad| pad.checkpoint.as_ref()) {
+            Some(id) => id.to_string(),
+            None => crate::task_id::step_checkpoint_id(self.run.seed, self.step),
+        }
+    }
+
+    fn build_config(&self) -> RunnableConfig {
+        let run = &self.run.config;
+        let mut config = run.clone();
+        config.metadata = propagated_metadata(run);
+        let namespace = self.namespace();
+        // The enclosing namespaces' checkpoints, and this run's.
+        let map = config
+            .configurable
+            .extra
+            .entry(CHECKPOINT_MAP)
+            .or_insert_with(|| JsonMap::new().into());
+        if !map.is_object() {
+            *map = JsonMap::new().into();
+        }
+        if let serde_json::Value::Object(map) = map {
+            map.insert(
+                run.checkpoint_ns().to_owned(),
+                self.step_checkpoint().into(),
+            );
+        }
+        config.configurable.checkpoint_id = None;
+        config.configurable.checkpoint_ns.clone_from(&namespace);
+        let triggers: Vec<serde_json::Value> = match self.push {
+            Some(_) => vec![crate::names::PUSH.into()],
+            None => self
+                .run
+                .graph
+                .sorted_triggers(self.node)
+                .iter()
+                .map(|t| serde_json::Value::from(&**t))
+                .collect(),
+        };
+        task_metadata(
+            &mut config.metadata,
+            TaskMetadata {
+                step: self.step,
+                node: self.node(),
+                triggers,
+                path: path_json(self.push, self.node()),
+                namespace,
+                own: self.run.graph.node_metadata(self.node),
+            },
+        );
+        config
     }
 
     /// Which attempt at the task this is: 1, then 2, 3, ... as its retry
@@ -338,6 +432,83 @@ impl TaskContext {
                 }
             }),
         }
+    }
+}
+
+/// The configurable key of the checkpoint each enclosing namespace's step
+/// started from (LangGraph's `checkpoint_map`).
+pub(crate) const CHECKPOINT_MAP: &str = "checkpoint_map";
+
+/// The run's metadata with the configurable keys LangGraph copies into it
+/// (when set and not already there).
+pub(crate) fn propagated_metadata(config: &RunnableConfig) -> JsonMap {
+    let mut metadata = config.metadata.clone();
+    let configurable = &config.configurable;
+    let mut copy = |key: &str, value: Option<serde_json::Value>| {
+        if let Some(value) = value.filter(truthy) {
+            metadata.entry(key.to_owned()).or_insert(value);
+        }
+    };
+    copy("thread_id", configurable.thread_id.clone().map(Into::into));
+    copy(
+        "checkpoint_id",
+        configurable
+            .checkpoint_id
+            .as_ref()
+            .map(|id| id.to_string().into()),
+    );
+    copy(
+        "checkpoint_ns",
+        Some(configurable.checkpoint_ns.clone().into()),
+    );
+    for key in ["task_id", "run_id", "assistant_id", "graph_id"] {
+        copy(key, configurable.extra.get(key).cloned());
+    }
+    metadata
+}
+
+/// Python's truthiness of a JSON value.
+fn truthy(value: &serde_json::Value) -> bool {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null | Json::Bool(false) => false,
+        Json::String(s) => !s.is_empty(),
+        Json::Number(n) => n.as_f64() != Some(0.0),
+        Json::Array(items) => !items.is_empty(),
+        Json::Object(map) => !map.is_empty(),
+        Json::Bool(true) => true,
+    }
+}
+
+/// What a task adds to its metadata.
+pub(crate) struct TaskMetadata<'a> {
+    pub(crate) step: i64,
+    pub(crate) node: &'a str,
+    pub(crate) triggers: Vec<serde_json::Value>,
+    pub(crate) path: serde_json::Value,
+    pub(crate) namespace: String,
+    /// The node's own metadata (`NodeSettings::metadata`), written last.
+    pub(crate) own: &'a JsonMap,
+}
+
+/// Adds the `langgraph_*` keys of a task, then the node's own metadata, as
+/// LangGraph's task config has them.
+pub(crate) fn task_metadata(metadata: &mut JsonMap, task: TaskMetadata<'_>) {
+    metadata.insert("langgraph_step".into(), task.step.into());
+    metadata.insert("langgraph_node".into(), task.node.into());
+    metadata.insert("langgraph_triggers".into(), task.triggers.into());
+    metadata.insert("langgraph_path".into(), task.path);
+    metadata.insert("langgraph_checkpoint_ns".into(), task.namespace.into());
+    for (key, value) in task.own {
+        metadata.insert(key.clone(), value.clone());
+    }
+}
+
+/// LangGraph's task path of a pull task (`None`) or of the `index`-th push.
+pub(crate) fn path_json(push: Option<usize>, node: &str) -> serde_json::Value {
+    match push {
+        None => serde_json::json!([crate::names::PULL, node]),
+        Some(index) => serde_json::json!([crate::names::PUSH, index, false]),
     }
 }
 

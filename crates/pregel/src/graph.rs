@@ -82,6 +82,16 @@ pub(crate) struct CompiledGraph {
     sorted_triggers: std::sync::OnceLock<Vec<Arc<[Arc<str>]>>>,
 }
 
+impl crate::run_info::NodeFacts for CompiledGraph {
+    fn sorted_triggers(&self, node: NodeId) -> &Arc<[Arc<str>]> {
+        CompiledGraph::sorted_triggers(self, node)
+    }
+
+    fn node_metadata(&self, node: NodeId) -> &stategraph_core::JsonMap {
+        &self.nodes[node].settings().metadata
+    }
+}
+
 impl CompiledGraph {
     /// The nodes `channel` triggers, by id.
     pub(crate) fn triggered_by(&self, channel: ChannelId) -> &[NodeId] {

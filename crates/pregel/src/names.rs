@@ -16,6 +16,9 @@ pub const INTERRUPT: &str = "__interrupt__";
 /// The input pseudo-task: the node name its writes are applied as
 /// (LangGraph's `INPUT`).
 pub const INPUT: &str = "__input__";
+/// The `as_node` of a state update that copies the checkpoint it builds
+/// on (LangGraph's `"__copy__"`).
+pub const COPY: &str = "__copy__";
 /// The pending-write channel of the answers a task consumed.
 pub const RESUME: &str = "__resume__";
 /// The pending-write channel of the answers a task's interrupt scopes

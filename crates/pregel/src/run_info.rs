@@ -58,9 +58,20 @@ impl Sink {
     }
 }
 
+/// What a task's config needs of the graph that runs (the compiled graph;
+/// a trait, so that what tasks share does not depend on the graph).
+pub(crate) trait NodeFacts: std::marker::Send + Sync {
+    /// The names of `node`'s trigger channels, sorted.
+    fn sorted_triggers(&self, node: crate::shape::NodeId) -> &Arc<[Arc<str>]>;
+    /// The metadata `node` was declared with.
+    fn node_metadata(&self, node: crate::shape::NodeId) -> &stategraph_core::JsonMap;
+}
+
 /// What every task of a run shares.
 pub(crate) struct RunInfo {
-    /// The names of the graph that runs.
+    /// The graph that runs, as a task's config reads it.
+    pub(crate) graph: Arc<dyn NodeFacts>,
+    /// Its names.
     pub(crate) shape: Arc<GraphShape>,
     pub(crate) config: RunnableConfig,
     /// The run's own stream.
@@ -170,6 +181,7 @@ impl RunInfo {
     /// resume answers and checkpoints under the parent task's namespace.
     pub(crate) fn new(
         shape: Arc<GraphShape>,
+        graph: Arc<dyn NodeFacts>,
         config: RunnableConfig,
         sink: Sink,
         forward: Option<Sink>,
@@ -185,6 +197,7 @@ impl RunInfo {
             .map_or(sink.modes, |forward| sink.modes.union(forward.modes));
         Self {
             shape,
+            graph,
             config,
             sink,
             forward,

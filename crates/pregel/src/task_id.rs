@@ -33,6 +33,16 @@ impl TaskIdSeed {
     }
 }
 
+/// The id a step's checkpoint would have in a run without a checkpointer
+/// (which saves none): xxh3-128 of the run and the step, laid out like a
+/// UUID. Task configs name it in their `checkpoint_map`.
+pub(crate) fn step_checkpoint_id(run: u64, step: i64) -> String {
+    let mut bytes = [0; 16];
+    bytes[..8].copy_from_slice(&run.to_le_bytes());
+    bytes[8..].copy_from_slice(&step.to_le_bytes());
+    uuid_shaped(xxhash_rust::xxh3::xxh3_128(&bytes))
+}
+
 /// A 128-bit hash written like a UUID (8-4-4-4-12 hex digits), with one
 /// allocation.
 fn uuid_shaped<T: for<'a> From<&'a str>>(hash: u128) -> T {

@@ -14,8 +14,8 @@ use serde_json::{Value as Json, json};
 use stategraph_checkpoint::{InMemorySaver, ListQuery};
 use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{
-    Command, CompileOptions, NodeError, NodeSpec, RunOptions, START, Schema, StateGraph,
-    StateSnapshot, StreamMode, TaskContext,
+    Command, CompileOptions, CompiledStateGraph, NodeError, NodeSpec, RunOptions, START, Schema,
+    Send, StateGraph, StateSnapshot, StreamMode, TaskContext,
 };
 
 /// A snapshot in the recorders' shape: interrupts by the value they ask.
@@ -526,4 +526,139 @@ async fn graph_jsonschemas() {
         json!({"properties": {"topic": {"title": "Topic", "type": "string"}},
                "required": ["topic"], "title": "State", "type": "object"})
     );
+}
+
+/// What each recording node of [`task_config_graph`] was given, by node.
+type SeenConfigs =
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, RunnableConfig>>>;
+
+/// The recorder's graph: `START -> peek -> sub` (a subgraph whose one node
+/// is `inner`) plus a `Send` to `fan` from peek; peek, fan and inner keep
+/// the config they are given.
+fn task_config_graph(saver: Option<InMemorySaver>, seen: &SeenConfigs) -> CompiledStateGraph {
+    let recorder = |name: &'static str| {
+        let seen = seen.clone();
+        move |_: Json, ctx: TaskContext| {
+            let seen = seen.clone();
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .insert(name.to_owned(), ctx.config().clone());
+                Ok::<_, NodeError>(json!({}))
+            }
+        }
+    };
+    let mut sub = StateGraph::new(Schema::new().last_value("x"));
+    sub.add_node("inner", recorder("inner")).unwrap();
+    sub.add_edge(START, "inner").unwrap();
+    let mut graph = StateGraph::new(Schema::new().last_value("x"));
+    graph.add_node("peek", recorder("peek")).unwrap();
+    graph.add_node("sub", sub.compile().unwrap()).unwrap();
+    graph.add_node("fan", recorder("fan")).unwrap();
+    graph.add_edge(START, "peek").unwrap();
+    graph.add_edge("peek", "sub").unwrap();
+    graph
+        .add_conditional_edges(
+            "peek",
+            |_: &Json| vec![Send::new("fan", json!({"x": "to-fan"}))],
+            Some(stategraph_graph::PathMap::from(["fan"])),
+        )
+        .unwrap();
+    match saver {
+        Some(saver) => graph
+            .compile_with(CompileOptions::new().checkpointer(saver))
+            .unwrap(),
+        None => graph.compile().unwrap(),
+    }
+}
+
+/// A task config as the recorder shows it: `configurable` (with its
+/// `checkpoint_id`, null) and `metadata`, ids made stable.
+fn config_view(config: &RunnableConfig) -> Json {
+    let mut configurable = serde_json::to_value(&config.configurable).unwrap();
+    configurable
+        .as_object_mut()
+        .unwrap()
+        .entry("checkpoint_id")
+        .or_insert(Json::Null);
+    support::stable_ids(&json!({
+        "configurable": configurable,
+        "metadata": config.metadata,
+    }))
+}
+
+fn seen_views(seen: &SeenConfigs) -> Json {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|(node, config)| (node.clone(), config_view(config)))
+        .collect()
+}
+
+/// The recorded configs of one case, without the saved-checkpoint names.
+fn recorded_views(case: &Json) -> Json {
+    let mut configs = case["configs"].clone();
+    for view in configs.as_object_mut().unwrap().values_mut() {
+        view.as_object_mut().unwrap().remove("checkpoints");
+    }
+    configs
+}
+
+/// Item 11: each task gets its own config: its namespace, no checkpoint id,
+/// the checkpoint each enclosing namespace's step started from, and the
+/// `langgraph_*` metadata; inside a subgraph, the subgraph's namespace too.
+#[tokio::test]
+async fn task_config() {
+    let expected = support::fidelity("task_config");
+    let seen = SeenConfigs::default();
+
+    let app = task_config_graph(None, &seen);
+    let mut cfg = RunnableConfig::default().with_configurable("user", json!("u1"));
+    cfg.metadata.insert("m".into(), json!(1));
+    app.invoke(json!({"x": "in"}), &cfg).await.unwrap();
+    assert_eq!(
+        seen_views(&seen),
+        recorded_views(&expected["no_checkpointer"])
+    );
+
+    seen.lock().unwrap().clear();
+    let app = task_config_graph(Some(InMemorySaver::new()), &seen);
+    let cfg = RunnableConfig::thread("t").with_configurable("user", json!("u1"));
+    app.invoke(json!({"x": "in"}), &cfg).await.unwrap();
+    assert_eq!(seen_views(&seen), recorded_views(&expected["with_saver"]));
+    // The map names the checkpoints the steps started from: peek's step
+    // (next: peek), then the step sub and fan ran in.
+    let history = app
+        .get_state_history(&cfg, ListQuery::default())
+        .await
+        .unwrap();
+    let before = |next: &[&str]| {
+        let found = history.iter().find(|s| s.next == next).unwrap();
+        json!(found.config.checkpoint_id.as_ref().unwrap().to_string())
+    };
+    let seen_now = seen.lock().unwrap().clone();
+    let map = |node: &str| seen_now[node].configurable.extra["checkpoint_map"].clone();
+    assert_eq!(map("peek")[""], before(&["peek"]));
+    assert_eq!(map("inner")[""], before(&["fan", "sub"]));
+    assert_eq!(map("fan")[""], before(&["fan", "sub"]));
+
+    // Time travel: the task config has no checkpoint id; the metadata
+    // names the checkpoint travelled to.
+    seen.lock().unwrap().clear();
+    let past = RunnableConfig::thread("t")
+        .with_checkpoint_id(
+            history
+                .iter()
+                .find(|s| s.next == ["peek"])
+                .unwrap()
+                .config
+                .checkpoint_id
+                .clone()
+                .unwrap(),
+        )
+        .with_configurable("user", json!("u1"));
+    app.invoke(stategraph_pregel::Input::Resume, &past)
+        .await
+        .unwrap();
+    assert_eq!(seen_views(&seen), recorded_views(&expected["time_travel"]));
 }

@@ -13,6 +13,7 @@ mod debug_print;
 mod endurance;
 mod error_handlers;
 mod fidelity;
+mod fidelity_update_state;
 mod hitl;
 mod hostile_input;
 mod input_maps;

@@ -154,11 +154,12 @@ async fn update_state_errors_are_typed() {
     let two = vec![vec![StateUpdate::none(), StateUpdate::none()]];
     let err = app.bulk_update_state(&cfg, two).await.unwrap_err();
     assert!(err.to_string().contains("as_node is required"), "{err}");
+    // A thread with no checkpoint has nothing to copy.
     let err = app
         .update_state(&cfg, None, Some("__copy__"))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), stategraph_core::ErrorKind::Unsupported);
+    assert_eq!(err.to_string(), "Cannot copy a non-existent checkpoint");
     let plain = {
         let mut g = StateGraph::new(Schema::new().append("log"));
         g.add_node("a", |_s: Json| async { Ok::<_, NodeError>(json!({})) })

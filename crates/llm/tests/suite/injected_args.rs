@@ -106,7 +106,7 @@ fn tools() -> Vec<SharedTool> {
                 args.x,
                 ctx.tool_call_id.as_deref().unwrap_or("?"),
                 state["user"].as_str().unwrap_or("?"),
-                ctx.config.thread_id().unwrap_or("?"),
+                ctx.config().thread_id().unwrap_or("?"),
             ))
         },
     )

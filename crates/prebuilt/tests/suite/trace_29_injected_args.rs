@@ -92,7 +92,7 @@ async fn runtime_info(x: i64, ctx: ToolContext) -> String {
         "x={x} call={} user={} thread={} has_store={}",
         ctx.tool_call_id.as_deref().unwrap_or_default(),
         state["user"].as_str().unwrap_or_default(),
-        ctx.config.thread_id().unwrap_or_default(),
+        ctx.config().thread_id().unwrap_or_default(),
         python_bool(ctx.store().is_some()),
     )
 }

@@ -191,9 +191,9 @@ impl PregelLoop {
         let Some(tuple) = saver.get_tuple(&target).await? else {
             return Ok(false);
         };
-        self.loaded_source = tuple.metadata.source;
         self.restore(&tuple.checkpoint)?;
         self.step = tuple.metadata.step.unwrap_or(-1) + 1;
+        self.loaded = Some(tuple.metadata);
         self.resumed = Some(Resumed {
             writes: tuple.pending_writes,
         });
@@ -302,7 +302,7 @@ impl PregelLoop {
         // `load` read the latest checkpoint: a run from a named one may branch.
         let superseded = persist.latest.is_none() || persist.current != persist.latest;
         let replayable = !matches!(
-            self.loaded_source,
+            self.loaded.as_ref().and_then(|loaded| loaded.source),
             Some(CheckpointSource::Update | CheckpointSource::Fork)
         );
         if matches!(input, Input::Value(_)) || !(replayable || superseded) {

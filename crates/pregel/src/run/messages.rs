@@ -138,18 +138,17 @@ impl PregelLoop {
             .iter()
             .map(|t| Json::from(&**t))
             .collect();
-        metadata.insert("langgraph_step".into(), self.step.into());
-        metadata.insert("langgraph_node".into(), (**name).into());
-        metadata.insert("langgraph_triggers".into(), triggers.into());
-        metadata.insert(
-            "langgraph_path".into(),
-            super::state::task_path_json(&task.path, name),
+        crate::context::task_metadata(
+            &mut metadata,
+            crate::context::TaskMetadata {
+                step: self.step,
+                node: name,
+                triggers,
+                path: super::state::task_path_json(&task.path, name),
+                namespace: namespace.clone(),
+                own: &self.graph.nodes[task.node].settings().metadata,
+            },
         );
-        metadata.insert("langgraph_checkpoint_ns".into(), namespace.clone().into());
-        // The node's own metadata last, as LangGraph's task config has it.
-        for (key, value) in &self.graph.nodes[task.node].settings().metadata {
-            metadata.insert(key.clone(), value.clone());
-        }
         let root_namespace = namespace.split('|').next().unwrap_or_default().to_owned();
         Some(TaskMessages {
             sinks,

@@ -76,8 +76,8 @@ pub(super) struct PregelLoop {
     pub(super) persist: Option<Box<Checkpointing>>,
     // The pending writes of the checkpoint a run resumes, for its first step.
     pub(super) resumed: Option<Resumed>,
-    // The source of the checkpoint the run loaded.
-    pub(super) loaded_source: Option<CheckpointSource>,
+    // The metadata of the checkpoint the run loaded.
+    pub(super) loaded: Option<stategraph_checkpoint::CheckpointMetadata>,
     // The checkpoint saved last, until `checkpoints` chunks show it.
     pub(super) announced: Option<Announced>,
     // Static breakpoints, and per channel the version they last saw
@@ -116,6 +116,7 @@ impl PregelLoop {
             progress: None,
             failure: None,
             scope: None,
+            task_config: std::sync::OnceLock::new(),
         };
         Self {
             seen: vec![None; graph.seen_len],
@@ -149,7 +150,7 @@ impl PregelLoop {
             fresh_buf: Vec::new(),
             persist: None,
             resumed: None,
-            loaded_source: None,
+            loaded: None,
             announced: None,
             before: Breakpoints::default(),
             after: Breakpoints::default(),

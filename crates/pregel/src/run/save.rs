@@ -207,8 +207,11 @@ impl PregelLoop {
     pub(super) fn metadata(&self, source: CheckpointSource, step: i64) -> CheckpointMetadata {
         let mut metadata =
             CheckpointMetadata::new(source, step).merged_with_config(&self.run.config);
-        if let Some(scope) = &self.run.scope {
-            metadata.parents.clone_from(&scope.parents);
+        match (&self.run.scope, &self.loaded) {
+            (Some(scope), _) => metadata.parents.clone_from(&scope.parents),
+            // A state update: the parents of the checkpoint it builds on.
+            (None, Some(loaded)) => metadata.parents.clone_from(&loaded.parents),
+            (None, None) => {}
         }
         metadata
     }

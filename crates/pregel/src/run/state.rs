@@ -87,6 +87,7 @@ pub(super) fn detached(graph: &Arc<CompiledGraph>) -> PregelLoop {
     };
     let run = RunInfo::new(
         graph.shape.clone(),
+        graph.clone(),
         RunnableConfig::default(),
         sink,
         None,
@@ -307,8 +308,8 @@ impl Pregel {
 /// update.
 pub(super) fn task_path_json(path: &TaskPath, name: &str) -> serde_json::Value {
     match path {
-        TaskPath::Pull(_) => serde_json::json!([names::PULL, name]),
-        TaskPath::Push(index) => serde_json::json!([names::PUSH, index, false]),
+        TaskPath::Pull(_) => crate::context::path_json(None, name),
+        TaskPath::Push(index) => crate::context::path_json(Some(*index), name),
         TaskPath::Update(index) => serde_json::json!([names::INTERRUPT, index]),
     }
 }

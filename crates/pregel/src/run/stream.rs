@@ -266,7 +266,15 @@ impl RunStream {
         if let Some(store) = &graph.store {
             options.store = Some(store.clone());
         }
-        let run_info = RunInfo::new(graph.shape.clone(), config, sink, forward, &options, scope);
+        let run_info = RunInfo::new(
+            graph.shape.clone(),
+            graph.clone(),
+            config,
+            sink,
+            forward,
+            &options,
+            scope,
+        );
         let before = options
             .interrupt_before
             .unwrap_or_else(|| graph.interrupt_before.clone());

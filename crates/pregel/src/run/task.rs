@@ -20,6 +20,8 @@ pub(super) fn fill_task_context(ctx: &mut TaskContext, task: &Task, step: i64, s
     };
     ctx.remaining_steps = stop - step;
     ctx.pad.clone_from(&task.pad);
+    // The previous task's config, if it asked for it.
+    ctx.task_config.take();
 }
 
 /// Where a task comes from; orders the application of writes.

@@ -834,3 +834,28 @@ pub(crate) async fn with_warnings<T>(
     let out = run.await;
     (out, log.messages())
 }
+
+/// The fidelity recorders' `stable_ids`: a string that is a UUID becomes
+/// `<ckpt>`, a UUID inside a longer string (a namespace `node:<id>`)
+/// `<task-id>`, in values and object keys alike.
+pub(crate) fn stable_ids(value: &Json) -> Json {
+    let text = |s: &str| {
+        if is_uuid(s) {
+            return "<ckpt>".to_owned();
+        }
+        let mut out = s.to_owned();
+        for id in ids_in(s) {
+            out = out.replace(&id, "<task-id>");
+        }
+        out
+    };
+    match value {
+        Json::String(s) => Json::String(text(s)),
+        Json::Array(items) => items.iter().map(stable_ids).collect(),
+        Json::Object(map) => map
+            .iter()
+            .map(|(key, item)| (text(key), stable_ids(item)))
+            .collect(),
+        other => other.clone(),
+    }
+}
