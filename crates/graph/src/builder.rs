@@ -315,8 +315,10 @@ pub struct StateGraph {
     pub(crate) waiting_edges: Arc<BTreeSet<(Vec<String>, String)>>,
     pub(crate) branches: BTreeMap<String, Vec<(String, Branch)>>,
     pub(crate) defaults: NodeDefaults,
-    // The JSON schema of the run context nodes read, when declared.
+    // The JSON schema of the run context nodes read, and how a JSON context
+    // decodes into its type, when declared.
     pub(crate) context_schema: Option<serde_json::Value>,
+    pub(crate) context_type: Option<stategraph_pregel::ContextType>,
 }
 
 impl StateGraph {
@@ -334,15 +336,71 @@ impl StateGraph {
             branches: BTreeMap::new(),
             defaults: NodeDefaults::default(),
             context_schema: None,
+            context_type: None,
         }
     }
 
     /// Declares the type of the run context nodes read
-    /// (`TaskContext::context::<C>()`, given by `RunOptions::context`), for
-    /// the graph's context JSON schema (LangGraph's `context_schema`).
+    /// (`TaskContext::context::<C>()`; LangGraph's `context_schema`).
+    ///
+    /// The graph's context JSON schema
+    /// ([`CompiledStateGraph::context_jsonschema`](crate::CompiledStateGraph::context_jsonschema))
+    /// is `C`'s. A run may give its context typed (`RunOptions::context(C {..})`)
+    /// or as JSON (`RunOptions::context_json(json!({..}))`, what an HTTP
+    /// client sends): JSON is decoded into `C` before the run's first step,
+    /// as LangGraph coerces a dict context into its dataclass or model.
+    /// A JSON context that does not decode fails the run, before any step,
+    /// with `PregelError::InvalidContext` (class `ValidationError`; the
+    /// message names the type and the path of the bad part).
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// use serde_json::{Value as Json, json};
+    /// use stategraph_graph::{NodeError, RunOptions, START, Schema, StateGraph, TaskContext};
+    /// use stategraph_llm::schemars::{self, JsonSchema};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// #[schemars(crate = "schemars")]
+    /// struct Ctx {
+    ///     user: String,
+    ///     #[serde(default = "english")]
+    ///     #[schemars(default = "english")]
+    ///     lang: String,
+    /// }
+    /// fn english() -> String {
+    ///     "en".into()
+    /// }
+    ///
+    /// let mut g = StateGraph::new(Schema::new().last_value("out")).with_context_schema::<Ctx>();
+    /// g.add_node("greet", |_: Json, ctx: TaskContext| async move {
+    ///     let ctx = ctx.context::<Ctx>().ok_or_else(|| NodeError::new("ValueError", "no context"))?;
+    ///     Ok::<_, NodeError>(json!({"out": format!("hi {} ({})", ctx.user, ctx.lang)}))
+    /// })?;
+    /// g.add_edge(START, "greet")?;
+    /// let app = g.compile()?;
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let options = RunOptions::new().context_json(json!({"user": "bob"}));
+    /// let out = app.invoke_with(json!({}), &Default::default(), options).await?;
+    /// assert_eq!(out.to_json()?, json!({"out": "hi bob (en)"}));
+    ///
+    /// let wrong = RunOptions::new().context_json(json!({"lang": "fr"}));
+    /// let err = app.invoke_with(json!({}), &Default::default(), wrong).await.unwrap_err();
+    /// assert_eq!(err.class(), "ValidationError");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
-    pub fn with_context_schema<C: stategraph_llm::schemars::JsonSchema>(mut self) -> Self {
+    pub fn with_context_schema<C>(mut self) -> Self
+    where
+        C: stategraph_llm::schemars::JsonSchema
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
         self.context_schema = Some(crate::jsonschema::titled_json_schema_of::<C>());
+        self.context_type = Some(stategraph_pregel::ContextType::of::<C>());
         self
     }
 

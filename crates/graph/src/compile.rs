@@ -57,6 +57,9 @@ impl StateGraph {
             .collect();
         self.validate(&breakpoints)?;
         let mut builder = Pregel::builder().options(options.clone());
+        if let Some(context_type) = &self.context_type {
+            builder = builder.context_type(context_type.clone());
+        }
         builder.reserve(
             self.schema.len() + self.nodes.len() + self.waiting_edges.len() + 2,
             self.nodes.len() + 1,

@@ -213,6 +213,11 @@ pub enum PregelError {
     /// A LangGraph feature this version does not implement yet.
     #[error("not supported yet: {0}")]
     Unsupported(String),
+    /// A run context given as JSON (`RunOptions::context_json`) does not
+    /// decode into the graph's declared context type; the run did not
+    /// start. The source names the type and the path of the bad part.
+    #[error("invalid run context: {0}")]
+    InvalidContext(#[source] Box<ValueError>),
 }
 
 impl PregelError {
@@ -226,7 +231,8 @@ impl PregelError {
             | Self::Runtime(_)
             | Self::ParentCommand(_)
             | Self::MissingThreadId
-            | Self::NoCheckpointer => ErrorKind::InvalidInput,
+            | Self::NoCheckpointer
+            | Self::InvalidContext(_) => ErrorKind::InvalidInput,
             Self::Unsupported(_) => ErrorKind::Unsupported,
             Self::Channel(err) => err.kind(),
             Self::Node { .. } => ErrorKind::Backend,
@@ -255,6 +261,9 @@ impl PregelError {
             Self::ThreadBusy { .. } => "ThreadBusyError",
             Self::MissingThreadId | Self::NoCheckpointer => "ValueError",
             Self::Unsupported(_) => "NotImplementedError",
+            // pydantic's, or the dataclass constructor's `TypeError`: a
+            // context of the wrong shape is a validation failure.
+            Self::InvalidContext(source) => source.class(),
         }
     }
 }

@@ -77,6 +77,8 @@ pub(crate) struct CompiledGraph {
     pub(crate) interrupt_after: Vec<String>,
     // How this graph checkpoints when it runs as a subgraph.
     pub(crate) subgraph_checkpoints: crate::run_info::SubgraphCheckpoints,
+    // The declared type a JSON run context decodes into.
+    pub(crate) context_type: Option<crate::run_info::ContextType>,
     // Per node: its trigger channels' names, sorted (task ids hash them);
     // made on first use, so graphs that never checkpoint do not pay.
     sorted_triggers: std::sync::OnceLock<Vec<Arc<[Arc<str>]>>>,
@@ -229,6 +231,7 @@ pub struct PregelBuilder {
     output: Option<IoSpec>,
     stream: Option<IoSpec>,
     options: CompileOptions,
+    context_type: Option<crate::run_info::ContextType>,
 }
 
 /// Input or output channels by name.
@@ -396,6 +399,15 @@ impl PregelBuilder {
     #[must_use]
     pub fn stream_channels(mut self, spec: impl Into<IoSpec>) -> Self {
         self.stream = Some(spec.into());
+        self
+    }
+
+    /// Declares the type of the run context: a context given as JSON
+    /// ([`RunOptions::context_json`](crate::RunOptions::context_json)) is
+    /// decoded into it before the run's first step.
+    #[must_use]
+    pub fn context_type(mut self, context_type: crate::run_info::ContextType) -> Self {
+        self.context_type = Some(context_type);
         self
     }
 
@@ -593,6 +605,7 @@ impl PregelBuilder {
                 interrupt_before: self.options.interrupt_before,
                 interrupt_after: self.options.interrupt_after,
                 subgraph_checkpoints: self.options.subgraph_checkpoints,
+                context_type: self.context_type,
                 sorted_triggers: std::sync::OnceLock::new(),
             }),
         })

@@ -41,6 +41,6 @@ pub use retry::{RetryOn, RetryPolicy};
 pub use run::{
     DEFAULT_RECURSION_LIMIT, PregelTask, RunOutput, RunStream, StateSnapshot, StateUpdate,
 };
-pub use run_info::{Durability, RunOptions, SubgraphCheckpoints};
+pub use run_info::{ContextType, Durability, RunOptions, SubgraphCheckpoints};
 pub use shape::{ChannelId, GraphShape, IoChannels, NodeId};
 pub use timeout::{NODE_TIMEOUT_ERROR, RefreshOn, TimeoutPolicy};

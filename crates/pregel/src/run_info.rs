@@ -407,6 +407,33 @@ impl RunOptions {
         self
     }
 
+    /// A run context given as JSON (what an HTTP client sends), in place of
+    /// a typed one: LangGraph's coercion of a dict context into the
+    /// graph's `context_schema`.
+    ///
+    /// When the graph declared its context type
+    /// ([`PregelBuilder::context_type`](crate::PregelBuilder::context_type);
+    /// `StateGraph::with_context_schema` in `stategraph-graph`), the run
+    /// decodes the JSON into that type before its first step, so nodes read
+    /// it with `TaskContext::context::<C>()`. A graph that declared none
+    /// gives its nodes the JSON itself (`TaskContext::context::<serde_json::Value>()`).
+    /// A subgraph sees the context its root run decoded.
+    ///
+    /// A JSON context that does not decode fails the run before any step
+    /// with [`PregelError::InvalidContext`](crate::PregelError::InvalidContext).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use stategraph_pregel::RunOptions;
+    ///
+    /// let options = RunOptions::new().context_json(json!({"user": "bob", "lang": "fr"}));
+    /// ```
+    #[must_use]
+    pub fn context_json(mut self, context: serde_json::Value) -> Self {
+        self.context = Some(Arc::new(JsonContext(context)));
+        self
+    }
+
     /// Streams the chunks of subgraphs too, each with its namespace
     /// (`["node:task_id", ...]`), as LangGraph's `subgraphs=True`.
     #[must_use]
@@ -472,6 +499,76 @@ impl RunOptions {
     {
         self.interrupt_after = Some(nodes.into_iter().map(Into::into).collect());
         self
+    }
+}
+
+/// A context given by [`RunOptions::context_json`], not yet decoded.
+struct JsonContext(serde_json::Value);
+
+/// The declared type of a graph's run context: how a JSON context
+/// ([`RunOptions::context_json`]) becomes that type.
+///
+/// ```
+/// use stategraph_pregel::ContextType;
+///
+/// #[derive(serde::Deserialize)]
+/// struct UserContext { user_id: String }
+///
+/// let declared = ContextType::of::<UserContext>();
+/// assert!(declared.type_name().ends_with("UserContext"));
+/// ```
+#[derive(Clone)]
+pub struct ContextType {
+    type_name: &'static str,
+    decode: Arc<DecodeContext>,
+}
+
+type DecodeContext = dyn Fn(serde_json::Value) -> Result<Arc<dyn Any + Send + Sync>, stategraph_core::ValueError>
+    + Send
+    + Sync;
+
+impl fmt::Debug for ContextType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ContextType").field(&self.type_name).finish()
+    }
+}
+
+impl ContextType {
+    /// The context type `C`, decoded from JSON by serde.
+    pub fn of<C: serde::de::DeserializeOwned + Send + Sync + 'static>() -> Self {
+        Self {
+            type_name: std::any::type_name::<C>(),
+            decode: Arc::new(|json| {
+                let context: Arc<C> = Value::from_json(json).decode::<C>()?;
+                Ok(context)
+            }),
+        }
+    }
+
+    /// The Rust name of the type.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+}
+
+/// The context a run's tasks read: a JSON context decoded into the graph's
+/// declared type (or kept as JSON when it declared none); a typed one as is.
+pub(crate) fn resolve_context(
+    context: Option<Arc<dyn Any + Send + Sync>>,
+    declared: Option<&ContextType>,
+) -> Result<Option<Arc<dyn Any + Send + Sync>>, crate::PregelError> {
+    let Some(JsonContext(json)) = context
+        .as_deref()
+        .and_then(|c| c.downcast_ref::<JsonContext>())
+    else {
+        return Ok(context);
+    };
+    let json = json.clone();
+    match declared {
+        Some(declared) => (declared.decode)(json)
+            .map(Some)
+            .map_err(|source| crate::PregelError::InvalidContext(Box::new(source))),
+        None => Ok(Some(Arc::new(json))),
     }
 }
 

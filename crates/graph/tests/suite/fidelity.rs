@@ -438,7 +438,7 @@ async fn graph_jsonschemas() {
         note: Option<String>,
     }
 
-    #[derive(JsonSchema)]
+    #[derive(JsonSchema, Deserialize)]
     #[schemars(crate = "schemars")]
     #[allow(dead_code)]
     struct Ctx {

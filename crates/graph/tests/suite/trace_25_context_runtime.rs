@@ -6,9 +6,10 @@
 //! `peek` reads its task config: the configurable keys (the typed
 //! `checkpoint_id`, `checkpoint_ns` and `thread_id` always exist, as
 //! LangGraph's keys do even when `None`) and the `langgraph_*` metadata.
-//! Not ported yet: `context_jsonschema` (a graph does not declare its
-//! context type) and the coercion of a dict context into the dataclass (a
-//! Python typing convenience: our context is a Rust value).
+//! `context_jsonschema` is the schema of the context type the graph declares
+//! with `StateGraph::with_context_schema::<Ctx>()`; the dict context is a
+//! JSON context (`RunOptions::context_json`) the run decodes into `Ctx`
+//! before its first step, its default filled in as the dataclass's.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -16,20 +17,32 @@
 use crate::support;
 
 use futures::StreamExt;
+use serde::Deserialize;
 use serde_json::{Value as Json, json};
 use stategraph_checkpoint::InMemorySaver;
-use stategraph_core::RunnableConfig;
+use stategraph_core::{ErrorKind, RunnableConfig};
 use stategraph_graph::{
     CompileOptions, CompiledStateGraph, NodeError, RunOptions, START, Schema, StateGraph,
     StreamMode, TaskContext,
 };
+use stategraph_llm::schemars::{self, JsonSchema};
+use stategraph_pregel::PregelError;
 use stategraph_store::{InMemoryStore, SearchOp, Store, ns};
 use support::fixture;
 
-#[derive(Debug)]
+// LangGraph's `Ctx` dataclass: `lang` defaults to `"en"`. (No doc comment:
+// schemars would make it the schema's `description`, as pydantic does with a
+// docstring, and the case's dataclass has none.)
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "schemars")]
 struct Ctx {
     user: String,
+    #[serde(default = "english")]
     lang: String,
+}
+
+fn english() -> String {
+    "en".into()
 }
 
 impl Ctx {
@@ -46,7 +59,7 @@ fn expected(key: &str) -> Json {
 }
 
 fn app(store: InMemoryStore) -> CompiledStateGraph {
-    let mut g = StateGraph::new(Schema::new().last_value("out"));
+    let mut g = StateGraph::new(Schema::new().last_value("out")).with_context_schema::<Ctx>();
     g.add_node("greet", |state: Json, ctx: TaskContext| async move {
         let context = ctx.context::<Ctx>().unwrap();
         let type_name = std::any::type_name::<Ctx>().rsplit("::").next().unwrap();
@@ -119,7 +132,8 @@ async fn trace_25_context_and_store_reach_the_nodes() {
         .await;
     assert_eq!(json!(chunks), expected("dataclass_context"));
 
-    let options = RunOptions::new().context(Ctx::new("bob", "fr"));
+    // LangGraph's `context={"user": "bob", "lang": "fr"}`, coerced into `Ctx`.
+    let options = RunOptions::new().context_json(json!({"user": "bob", "lang": "fr"}));
     let out = app
         .invoke_with(json!({"out": []}), &RunnableConfig::thread("c2"), options)
         .await
@@ -138,6 +152,80 @@ async fn trace_25_context_and_store_reach_the_nodes() {
     let mut sorted = items;
     sorted.sort_by_key(|pair| pair[0].as_str().unwrap_or_default().to_owned());
     assert_eq!(json!(sorted), expected("store_items"));
+}
+
+#[tokio::test]
+async fn trace_25_context_jsonschema() {
+    let app = app(InMemoryStore::new());
+    assert_eq!(
+        app.context_jsonschema(),
+        Some(expected("context_jsonschema"))
+    );
+}
+
+/// A JSON context takes the declared type's defaults; one that does not
+/// decode fails the run before any step with a validation error naming
+/// the type and the bad part; a graph that declared no type reads the JSON.
+#[tokio::test]
+async fn trace_25_json_context_decodes_or_fails_typed() {
+    let store = InMemoryStore::new();
+    let app = app(store.clone());
+    let options = RunOptions::new().context_json(json!({"user": "cy"}));
+    app.invoke_with(json!({"out": []}), &RunnableConfig::thread("d1"), options)
+        .await
+        .unwrap();
+    let item = store.get(&["users"], "cy").await.unwrap().unwrap();
+    assert_eq!(json!(item.value), json!({"lang": "en"}));
+
+    for (context, path) in [
+        (json!({"lang": "fr"}), "."),
+        (json!({"user": 7}), "user"),
+        (json!("ann"), "."),
+    ] {
+        let options = RunOptions::new().context_json(context.clone());
+        let config = RunnableConfig::thread("d2");
+        let err = app
+            .invoke_with(json!({"out": []}), &config, options)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, PregelError::InvalidContext(_)), "{err:?}");
+        assert_eq!(err.class(), "ValidationError");
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        let message = err.to_string();
+        assert!(message.starts_with("invalid run context: cannot decode value as `Ctx`"));
+        assert!(message.contains(&format!("at `{path}`")), "{message}");
+        // Nothing ran: the thread has no checkpoint.
+        let state = app.get_state(&config).await.unwrap();
+        assert_eq!(state.values.to_json().unwrap(), json!({}));
+
+        // A stream ends with the same error, before any chunk.
+        let options = RunOptions::new().context_json(context);
+        let chunks: Vec<_> = app
+            .stream_with(json!({"out": []}), &config, StreamMode::Updates, options)
+            .collect()
+            .await;
+        assert_eq!(chunks.len(), 1);
+        assert!(matches!(&chunks[0], Err(PregelError::InvalidContext(_))));
+    }
+
+    let mut g = StateGraph::new(Schema::new().last_value("out"));
+    g.add_node("echo", |_: Json, ctx: TaskContext| async move {
+        let context = ctx.context::<Json>().cloned().unwrap_or_default();
+        Ok::<_, NodeError>(json!({ "out": context }))
+    })
+    .unwrap();
+    g.add_edge(START, "echo").unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke_with(
+            json!({}),
+            &RunnableConfig::default(),
+            RunOptions::new().context_json(json!({"any": ["shape"]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.to_json().unwrap(), json!({"out": {"any": ["shape"]}}));
 }
 
 #[tokio::test]

@@ -266,6 +266,18 @@ impl RunStream {
         if let Some(store) = &graph.store {
             options.store = Some(store.clone());
         }
+        // A JSON context is decoded before anything runs; one that does not
+        // decode ends the run with that error and no step.
+        let refused = match crate::run_info::resolve_context(
+            options.context.take(),
+            graph.context_type.as_ref(),
+        ) {
+            Ok(context) => {
+                options.context = context;
+                None
+            }
+            Err(err) => Some(err),
+        };
         let run_info = RunInfo::new(
             graph.shape.clone(),
             graph.clone(),
@@ -283,9 +295,12 @@ impl RunStream {
             .unwrap_or_else(|| graph.interrupt_after.clone());
         let run_loop = PregelLoop::new(graph, run_info);
         let info = run_loop.run.clone();
-        let run = run_loop.run(input, durability, [before, after]);
+        let run: Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>> = match refused {
+            None => Box::pin(run_loop.run(input, durability, [before, after])),
+            Some(err) => Box::pin(std::future::ready(Err(err))),
+        };
         Self {
-            run: Some(Box::pin(run)),
+            run: Some(run),
             info,
             queue,
             taken: VecDeque::new(),
