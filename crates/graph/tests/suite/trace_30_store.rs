@@ -5,10 +5,18 @@
 //! batch's writes; and semantic search over a bag-of-words embedder, with
 //! an item put with `index=False` listed last, unscored.
 //!
-//! Not ported yet: `namespaces_after_delete` keeps a namespace whose only
-//! item was deleted (an artefact of LangGraph's in-memory dict, absent from
-//! its SQL stores); ours drops it on every backend, so that observation is
-//! compared without it.
+//! `namespaces_after_delete` is compared with one deliberate difference:
+//! LangGraph's `InMemoryStore` keeps listing `("users", "ann")` after its
+//! only item was deleted. That comes from its `defaultdict`: a delete, and
+//! even a `get` that misses, leaves an empty namespace behind, which
+//! LangGraph's SQLite and PostgreSQL stores never list, and which upstream
+//! reports as a bug (langchain-ai/langgraph#8734, "InMemoryStore reads
+//! create namespaces"). Our stores list a namespace only while it holds an
+//! item, on every backend: the conformance kit asserts it for
+//! `InMemoryStore` as for the SQL stores (ST-KV-04, ST-KV-05) and the
+//! differential replay requires the SQL stores to answer as
+//! `InMemoryStore` does, so the test expects the recorded listing without
+//! that one namespace (and checks that the recording has it).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -185,10 +193,13 @@ async fn trace_30_store_operations() {
     // stores do not. Ours list a namespace only while it holds items, on
     // every backend.
     let mut recorded = expected("namespaces_after_delete");
-    recorded
-        .as_array_mut()
-        .unwrap()
-        .retain(|namespace| *namespace != json!(["users", "ann"]));
+    let emptied = json!(["users", "ann"]);
+    let listed = recorded.as_array_mut().unwrap();
+    assert!(
+        listed.contains(&emptied),
+        "LangGraph lists the emptied namespace"
+    );
+    listed.retain(|namespace| *namespace != emptied);
     assert_eq!(namespaces(&s, ListNamespacesOp::new()).await, recorded);
 
     let value = || json!({"a": 1});
