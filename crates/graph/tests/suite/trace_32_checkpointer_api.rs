@@ -6,11 +6,29 @@
 //! `delete_thread` by hand. Versions are compared by counter (`"2.*"`), as
 //! the case records them.
 //!
-//! Not ported yet: (partial)
-//! - `serde_roundtrip` of tuples, sets and bytes — Python types without a
-//!   Rust counterpart that keeps its type through a saver (ours are Rust
-//!   types or JSON). Its dict, message and `Send` round trips are ported
-//!   (`trace_32_serializer_round_trips`), without Python's `msgpack` tag.
+//! `serde_roundtrip` is compared for every sample
+//! (`trace_32_serializer_round_trips`, `trace_32_tuples_sets_and_bytes`),
+//! without Python's tag (`msgpack`, `bytes`): ours is JSON, tag `json`.
+//! Its fields are read so:
+//! - `dict`, `message`, `send`: the value read back from the savers'
+//!   `JsonSerializer` equals the one written and has its type
+//!   (`type_back`: `dict` for a JSON object, the message's class, `Send`).
+//! - `tuple`, `set`, `bytes` go through two real serializing savers
+//!   (`InMemorySaver::with_serializer(JsonSerializer)` and SQLite) as the
+//!   Rust types `(i64, String)`, `BTreeSet<i64>` / `HashSet<i64>` and
+//!   `Vec<u8>`. JSON has none of the three: each is written as an array.
+//!   What keeps a type is the format in Python (msgpack has set and bytes
+//!   types and no tuple) and the reader in Rust (serde decodes the array
+//!   into the type asked for). So `equal` and `type_back` are read for the
+//!   untyped reader (the `Value` a saver returns: `equal` when it is still
+//!   the value written, of its type; `type_back` the Python name of its
+//!   JSON kind) and for the typed reader (`Value::decode::<T>()`). A
+//!   tuple comes back, untyped, as the list `[1, "x"]`: `equal: false`,
+//!   `type_back: list`, as LangGraph's does. A set and bytes come back
+//!   equal as `set` and `bytes` when read as their types, as LangGraph's
+//!   do. Rust keeps more on the other side: a tuple read as
+//!   `(i64, String)` is equal too, and untyped a set or bytes is a list;
+//!   the test asserts both.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -244,4 +262,104 @@ fn trace_32_serializer_round_trips() {
         recorded.as_object_mut().unwrap().remove("tag");
         assert_eq!(actual, recorded, "{name}");
     }
+}
+
+/// The Python name of a JSON value's kind, as msgpack's untyped reader
+/// would give it back.
+fn python_kind(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "NoneType",
+        Json::Bool(_) => "bool",
+        Json::Number(n) if n.is_f64() => "float",
+        Json::Number(_) => "int",
+        Json::String(_) => "str",
+        Json::Array(_) => "list",
+        Json::Object(_) => "dict",
+    }
+}
+
+/// `{equal, type_back}` of a value read back untyped (the saver's `Value`)
+/// and typed (decoded as `T`, whose Python name is `python_type`).
+fn readings<T>(written: &T, back: &Value, python_type: &str) -> (Json, Json)
+where
+    T: serde::de::DeserializeOwned + PartialEq + Clone + Send + Sync + 'static,
+{
+    let untyped = json!({
+        "equal": back.downcast_ref::<T>() == Some(written),
+        "type_back": python_kind(&back.to_json().unwrap()),
+    });
+    let typed = match back.clone().decode_owned::<T>() {
+        Ok(read) => json!({"equal": read == *written, "type_back": python_type}),
+        Err(err) => json!({"equal": false, "type_back": err.to_string()}),
+    };
+    (untyped, typed)
+}
+
+/// `serde_roundtrip`'s tuple, set and bytes, through real serializing
+/// savers (see the module doc for how each field is read).
+#[tokio::test]
+async fn trace_32_tuples_sets_and_bytes() {
+    use std::collections::{BTreeSet, HashSet};
+
+    use stategraph_checkpoint::serde::JsonSerializer;
+    use stategraph_checkpoint_sqlite::SqliteSaver;
+
+    async fn round_trip<S: CheckpointSaver>(saver: &S) {
+        let tuple: (i64, String) = (1, "x".into());
+        let set = BTreeSet::from([3_i64]);
+        let hash_set = HashSet::from([3_i64]);
+        let bytes: Vec<u8> = vec![0, 1];
+        let mut checkpoint = Checkpoint::empty();
+        for (channel, value) in [
+            ("tuple", Value::new(tuple.clone())),
+            ("set", Value::new(set.clone())),
+            ("hash_set", Value::new(hash_set.clone())),
+            ("bytes", Value::new(bytes.clone())),
+        ] {
+            let version = saver.get_next_version(None);
+            checkpoint = checkpoint.with_channel(channel, value, version);
+        }
+        let versions = checkpoint.channel_versions.clone();
+        let metadata = CheckpointMetadata::new(CheckpointSource::Update, 0);
+        let saved = saver
+            .put(
+                &CheckpointConfig::thread("serde"),
+                checkpoint,
+                metadata,
+                versions,
+            )
+            .await
+            .unwrap();
+        let back = saver.get_tuple(&saved).await.unwrap().unwrap();
+        let value = |channel: &str| back.checkpoint.channel_values[channel].clone();
+
+        let expected = &fixture("32_checkpointer_api")["serde_roundtrip"];
+        let recorded = |name: &str| {
+            let mut recorded = expected[name].clone();
+            recorded.as_object_mut().unwrap().remove("tag");
+            recorded
+        };
+        let list = json!({"equal": false, "type_back": "list"});
+
+        // LangGraph's tuple comes back a list; ours too, read untyped.
+        let (untyped, typed) = readings(&tuple, &value("tuple"), "tuple");
+        assert_eq!(untyped, recorded("tuple"));
+        assert_eq!(typed, json!({"equal": true, "type_back": "tuple"}));
+
+        // LangGraph's set and bytes keep their type; ours, read as theirs.
+        for (untyped, typed) in [
+            readings(&set, &value("set"), "set"),
+            readings(&hash_set, &value("hash_set"), "set"),
+        ] {
+            assert_eq!(typed, recorded("set"));
+            assert_eq!(untyped, list);
+        }
+        let (untyped, typed) = readings(&bytes, &value("bytes"), "bytes");
+        assert_eq!(typed, recorded("bytes"));
+        assert_eq!(untyped, list);
+        assert_eq!(value("bytes").to_json().unwrap(), json!([0, 1]));
+    }
+
+    round_trip(&InMemorySaver::with_serializer(JsonSerializer)).await;
+    round_trip(&SqliteSaver::in_memory().unwrap()).await;
 }
