@@ -112,6 +112,42 @@ impl NodeSpec {
     /// update and `Command` routing replace the failed node's output; the
     /// failed node's edges do not fire. A failing handler fails the run;
     /// interrupts are not failures and never reach it.
+    ///
+    /// A handler has a node's shape: its input, and the [`TaskContext`]
+    /// that holds the failure.
+    ///
+    /// ```
+    /// use serde_json::{Value as Json, json};
+    /// use stategraph_graph::{NodeError, NodeSpec, TaskContext};
+    ///
+    /// let bad = NodeSpec::new(|_: Json| async {
+    ///     Err::<Json, _>(NodeError::new("ZeroDivisionError", "division by zero"))
+    /// })
+    /// .error_handler(|_: Json, ctx: TaskContext| async move {
+    ///     let seen = ctx.failure().map(|f| format!("{} in {}", f.error.class(), f.node));
+    ///     Ok::<_, NodeError>(json!({"log": [seen]}))
+    /// });
+    /// ```
+    ///
+    /// Python injects the failure by parameter name (`error: NodeError`)
+    /// and raises `TypeError` when a handler names it otherwise (golden
+    /// trace 38, `misnamed_param_handler`). Here the compiler checks the
+    /// handler's shape: one that asks for the failure as a parameter is
+    /// not a node and does not compile.
+    ///
+    /// ```compile_fail,E0277
+    /// use serde_json::{Value as Json, json};
+    /// use stategraph_graph::{NodeError, NodeFailure, NodeSpec};
+    ///
+    /// let bad = NodeSpec::new(|_: Json| async {
+    ///     Err::<Json, _>(NodeError::new("ZeroDivisionError", "division by zero"))
+    /// })
+    /// .error_handler(|_: Json, err: NodeFailure| async move {
+    ///     Ok::<_, NodeError>(json!({"log": [err.node.to_string()]}))
+    /// });
+    /// ```
+    ///
+    /// [`TaskContext`]: stategraph_pregel::TaskContext
     #[must_use]
     pub fn error_handler<M>(mut self, handler: impl IntoNode<M>) -> Self {
         self.error_handler = Some(handler.into_node_fn());
@@ -226,7 +262,17 @@ impl NodeDefaults {
     }
 
     /// The error handler of nodes without one: it runs as the node
-    /// `__default_error_handler__` (see [`NodeSpec::error_handler`]).
+    /// `__default_error_handler__` (see [`NodeSpec::error_handler`]; as
+    /// there, a handler of the wrong shape does not compile).
+    ///
+    /// ```compile_fail,E0277
+    /// use serde_json::{Value as Json, json};
+    /// use stategraph_graph::{NodeDefaults, NodeError, NodeFailure};
+    ///
+    /// let defaults = NodeDefaults::new().error_handler(|_: Json, err: NodeFailure| async move {
+    ///     Ok::<_, NodeError>(json!({"log": [err.node.to_string()]}))
+    /// });
+    /// ```
     pub fn error_handler<M>(mut self, handler: impl IntoNode<M>) -> Self {
         self.error_handler = Some(handler.into_node_fn());
         self

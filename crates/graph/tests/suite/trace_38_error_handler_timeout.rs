@@ -6,10 +6,13 @@
 //!
 //! In Rust a handler reads the failure with `TaskContext::failure`; Python
 //! injects it by parameter name, and its `misnamed_param_handler`
-//! observation (a `TypeError` for a handler whose parameter is not named
-//! `error`) has no Rust counterpart: the type system rules it out.
-//!
-//! Not ported yet: `misnamed_param_handler` (Python's parameter injection).
+//! observation is a `TypeError` at run time for a handler whose parameter
+//! is not named `error`. Ours is checked by the compiler: the
+//! `compile_fail` doctests on `NodeSpec::error_handler` and
+//! `NodeDefaults::error_handler` (crates/graph/src/builder.rs) show that a
+//! handler taking the failure as a parameter does not compile, and
+//! `trace_38_misnamed_param_handler` that a handler of the right shape,
+//! set as the graph's default as in the case, receives the failure.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -133,6 +136,51 @@ async fn trace_38_default_handler() {
     )
     .await;
     assert_trace(&out, &expected("default_handler"));
+}
+
+/// The case's `misnamed_param_handler`: LangGraph fails the run with a
+/// `TypeError` naming the handler's parameter; in Rust that handler does
+/// not compile (see the module doc), and the one that does compile gets
+/// the failure from its context.
+#[tokio::test]
+async fn trace_38_misnamed_param_handler() {
+    let recorded = expected("misnamed_param_handler");
+    assert_eq!(recorded["raised"]["$error"], "TypeError");
+    let message = recorded["raised"]["message"].as_str().unwrap();
+    assert!(message.ends_with("missing 1 required positional argument: 'err'"));
+
+    let mut g = StateGraph::new(Schema::new().append("log"));
+    g.set_node_defaults(
+        NodeDefaults::new().error_handler(|_s: Json, ctx: TaskContext| {
+            let failure = ctx.failure().map(|failure| {
+                json!([
+                    failure.node.as_ref(),
+                    failure.error.class(),
+                    failure.error.message()
+                ])
+            });
+            std::future::ready(Ok::<_, NodeError>(json!({"log": [failure]})))
+        }),
+    )
+    .unwrap();
+    g.add_node("bad", |_s: Json| {
+        std::future::ready(Err::<Json, _>(NodeError::new(
+            "ZeroDivisionError",
+            "division by zero",
+        )))
+    })
+    .unwrap();
+    g.add_edge(START, "bad").unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(json!({"log": []}), &RunnableConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.to_json().unwrap(),
+        json!({"log": [["bad", "ZeroDivisionError", "division by zero"]]})
+    );
 }
 
 /// The case's `slow`: sleeps 0.3 s on its first call only.
