@@ -107,6 +107,26 @@ fn invalid_args_text(error: &ToolError) -> String {
 /// # Errors
 /// The node fails when the state has no messages, when the last message is
 /// not an AI message, and for tool failures [`ToolErrors`] does not catch.
+///
+/// # Outside a graph
+/// A tool node runs only as a node of a graph. LangGraph's `ToolNode` is a
+/// runnable that may be invoked alone and then fails at run time
+/// (`ValueError: Missing required config key 'N/A' for 'tools'.`, golden
+/// trace 28). Ours has no such call: its only entry point is the node
+/// function [`IntoNode::into_node_fn`] makes, which takes the running
+/// task's [`TaskContext`], and no `TaskContext` can be made outside a run,
+/// so running a tool node bare does not compile.
+///
+/// ```compile_fail,E0599
+/// use stategraph_core::Value;
+/// use stategraph_graph::{IntoNode, TaskContext};
+/// use stategraph_llm::SharedTool;
+/// use stategraph_prebuilt::ToolNode;
+///
+/// let run = ToolNode::new(Vec::<SharedTool>::new()).into_node_fn();
+/// let ctx = TaskContext::default();
+/// let _answers = run(Value::null(), &ctx);
+/// ```
 #[derive(Clone, Debug)]
 pub struct ToolNode {
     tools: Arc<[SharedTool]>,

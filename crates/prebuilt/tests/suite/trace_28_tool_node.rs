@@ -6,9 +6,14 @@
 //! failures become messages (the trace's fixed-text variant is compared);
 //! tools see their call id, the state and the store.
 //!
-//! Not ported yet: `bare_invoke_outside_graph` (a Python `ToolNode` is a
-//! runnable that refuses to run without the graph runtime; ours is only a
-//! node function). Not ported yet: the texts of the default, `True`,
+//! `bare_invoke_outside_graph`: a Python `ToolNode` is a runnable that
+//! refuses at run time to run without the graph runtime; ours cannot be
+//! called without one at all. Its only entry point is its node function,
+//! which takes the running task's `TaskContext`, which has no public
+//! constructor: the `compile_fail` doctest under "Outside a graph" on
+//! `ToolNode` (crates/prebuilt/src/tool_node.rs) shows it, and
+//! `trace_28_bare_invoke_outside_graph` checks the recording and that the
+//! same node answers inside a graph. Not ported yet: the texts of the default, `True`,
 //! callable and exception-type handlers, which quote pydantic's messages
 //! and Python exception reprs (the behaviour is tested, the wording is
 //! ours). A tool returning a `Command` (`command_tool_updates`) is
@@ -338,6 +343,24 @@ async fn trace_28_parallel_calls_keep_order() {
         .collect();
     let expected = &fixture()["parallel_calls_keep_order"][0]["tools"]["messages"];
     assert_eq!(ours, recorded(expected));
+}
+
+/// LangGraph refuses a bare `ToolNode` at run time; ours does not compile
+/// bare (see the module doc), and runs as a graph's node.
+#[tokio::test]
+async fn trace_28_bare_invoke_outside_graph() {
+    let recorded = &fixture()["bare_invoke_outside_graph"]["raised"];
+    assert_eq!(recorded["$error"], "ValueError");
+    assert_eq!(
+        recorded["message"],
+        "Missing required config key 'N/A' for 'tools'."
+    );
+    let app = wrap(ToolNode::new([slow_echo(), fast_len()]));
+    let call = ai(&[
+        ("slow_echo", json!({"text": "a"})),
+        ("fast_len", json!({"text": "abcd"})),
+    ]);
+    assert_eq!(answers(&app, call).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
