@@ -123,16 +123,7 @@ fn object(schema: &Schema, keys: &[&str]) -> Json {
 /// pydantic's title of a field: words split at `_`, each capitalised
 /// (`user_id` → `User Id`).
 pub(crate) fn title_case(key: &str) -> String {
-    key.split('_')
-        .filter(|word| !word.is_empty())
-        .map(|word| {
-            let mut chars = word.chars();
-            chars.next().map_or_else(String::new, |first| {
-                first.to_uppercase().chain(chars).collect()
-            })
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    stategraph_llm::pydantic_title(key)
 }
 
 /// The JSON schema of `T`, inlined (no `$ref`, no `$schema`), titled with

@@ -31,8 +31,8 @@ pub use model::{
 };
 pub use tool::{
     DynTool, FnTool, Injected, InjectedArg, OutputDeltaWriter, SharedTool, Tool, ToolContext,
-    ToolControl, ToolError, ToolOutput, error_message, find_tool, inline_schema, run_tool_call,
-    strip_injected, tool_schema,
+    ToolControl, ToolError, ToolOutput, error_message, find_tool, inline_schema, pydantic_title,
+    run_tool_call, strip_injected, tool_schema,
 };
 
 /// The schemars crate, for `#[derive(JsonSchema)]` on tool arguments without

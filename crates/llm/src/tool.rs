@@ -855,7 +855,16 @@ impl Tool for FnTool {
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["required"], serde_json::json!(["query"]));
 /// assert_eq!(schema["properties"]["query"]["description"], "What to look for.");
+/// // Titled as pydantic titles a model's fields (see `pydantic_title`).
+/// assert_eq!(schema["properties"]["query"]["title"], "Query");
 /// ```
+///
+/// Every property gets pydantic's `title` (see [`pydantic_title`]) unless
+/// it has one or is a `$ref`, in nested object schemas and `$defs` too, so
+/// the schema is the one LangChain's `tool_call_schema.model_json_schema()`
+/// gives for the same arguments (golden trace 29). Providers that send
+/// schemas without titles, as LangChain's `convert_to_openai_tool` does,
+/// remove them on the wire.
 pub fn tool_schema<T: JsonSchema>() -> Json {
     schema_for::<T>(SchemaSettings::draft2020_12())
 }
@@ -868,7 +877,8 @@ pub fn inline_schema<T: JsonSchema>() -> Json {
     )
 }
 
-/// The JSON schema of `T` for deserializing, without `$schema`.
+/// The JSON schema of `T` for deserializing, without `$schema`, its
+/// properties titled as pydantic titles them.
 fn schema_for<T: JsonSchema>(settings: SchemaSettings) -> Json {
     let mut json = settings
         .for_deserialize()
@@ -878,7 +888,73 @@ fn schema_for<T: JsonSchema>(settings: SchemaSettings) -> Json {
     if let Some(map) = json.as_object_mut() {
         map.remove("$schema");
     }
+    title_properties(&mut json, 0);
     json
+}
+
+/// pydantic's default title of a field: the name split at `_`, each word
+/// capitalised, joined by spaces (`user_id` → `User Id`, `x` → `X`).
+///
+/// ```
+/// use stategraph_llm::pydantic_title;
+///
+/// assert_eq!(pydantic_title("user_id"), "User Id");
+/// assert_eq!(pydantic_title("fact"), "Fact");
+/// ```
+pub fn pydantic_title(field: &str) -> String {
+    field
+        .split('_')
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Gives every property of `schema`'s object schemas (nested ones and
+/// `$defs` included) pydantic's title, unless it has one or is a `$ref`.
+fn title_properties(schema: &mut Json, depth: usize) {
+    // Schemas nest as deep as the Rust types do: bounded all the same.
+    if depth > stategraph_core::json::MAX_DEPTH {
+        return;
+    }
+    let Json::Object(map) = schema else {
+        if let Json::Array(items) = schema {
+            for item in items {
+                title_properties(item, depth + 1);
+            }
+        }
+        return;
+    };
+    if let Some(Json::Object(properties)) = map.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if let Some(property) = property.as_object_mut()
+                && !property.contains_key("$ref")
+            {
+                property
+                    .entry("title")
+                    .or_insert_with(|| Json::String(pydantic_title(name)));
+            }
+        }
+    }
+    for (key, value) in map.iter_mut() {
+        match key.as_str() {
+            // Constant values, not schemas.
+            "const" | "enum" | "default" | "examples" => {}
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Json::Object(named) = value {
+                    for sub in named.values_mut() {
+                        title_properties(sub, depth + 1);
+                    }
+                }
+            }
+            _ => title_properties(value, depth + 1),
+        }
+    }
 }
 
 /// Removes the `fields` from an object schema's `properties` and `required`
@@ -1009,7 +1085,7 @@ mod tests {
         assert_eq!(visible.description, "Store a fact.");
         assert_eq!(
             visible.parameters["properties"],
-            json!({"fact": {"type": "string"}})
+            json!({"fact": {"type": "string", "title": "Fact"}})
         );
         assert_eq!(visible.parameters["required"], json!(["fact"]));
         assert!(

@@ -44,8 +44,8 @@ fn name_description_and_schema_come_from_the_function() {
             "title": "add",
             "type": "object",
             "properties": {
-                "a": {"type": "integer", "format": "int64", "description": "The first number."},
-                "b": {"type": "integer", "format": "int64", "description": "The second number."},
+                "a": {"type": "integer", "format": "int64", "description": "The first number.", "title": "A"},
+                "b": {"type": "integer", "format": "int64", "description": "The second number.", "title": "B"},
             },
             "required": ["a", "b"],
         })
@@ -168,7 +168,7 @@ async fn injected_arguments_and_the_context_are_hidden_and_filled() {
         json!({
             "title": "remember",
             "type": "object",
-            "properties": {"fact": {"type": "string", "description": "The fact."}},
+            "properties": {"fact": {"type": "string", "description": "The fact.", "title": "Fact"}},
             "required": ["fact"],
         })
     );

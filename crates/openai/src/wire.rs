@@ -31,7 +31,7 @@ pub(crate) fn chat_request(
                 json!({"type": "function", "function": {
                     "name": tool.name,
                     "description": tool.description,
-                    "parameters": tool.parameters,
+                    "parameters": without_titles(&tool.parameters, false),
                 }})
             })
             .collect();
@@ -327,11 +327,56 @@ pub(crate) fn malformed(message: impl Into<String>) -> Error {
     }
 }
 
+/// A tool's parameters as LangChain's `convert_to_openai_tool` sends them:
+/// without the schema's `title`s (the root's and the properties'
+/// pydantic titles), keeping a property that is itself named `title`.
+/// Like LangChain, it goes through objects, not arrays.
+fn without_titles(schema: &Json, in_properties: bool) -> Json {
+    match schema {
+        Json::Object(map) => Json::Object(
+            map.iter()
+                .filter(|(key, value)| *key != "title" || (in_properties && value.is_object()))
+                .map(|(key, value)| (key.clone(), without_titles(value, key == "properties")))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use stategraph_llm::{ToolCall, ToolSchema};
 
     use super::*;
+
+    /// LangChain's `_rm_titles`: titles go, a property named `title` stays.
+    #[test]
+    fn tool_parameters_are_sent_without_titles() {
+        let schema = json!({
+            "title": "remember",
+            "type": "object",
+            "properties": {
+                "fact": {"title": "Fact", "type": "string"},
+                "title": {"title": "Title", "type": "string"},
+                "where": {"title": "Where", "type": "object", "properties": {
+                    "city": {"title": "City", "type": "string"},
+                }},
+            },
+            "required": ["fact", "title"],
+        });
+        assert_eq!(
+            without_titles(&schema, false),
+            json!({
+                "type": "object",
+                "properties": {
+                    "fact": {"type": "string"},
+                    "title": {"type": "string"},
+                    "where": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+                "required": ["fact", "title"],
+            })
+        );
+    }
 
     #[test]
     fn requests_carry_messages_tools_and_options() {

@@ -12,17 +12,13 @@
 //! agent's calls, then the four tool messages with their contents, names,
 //! call ids and `<uuid:N>` ids) and `store_after`.
 //!
-//! Compared semantically: `model_visible_schemas`. Pydantic's schemas and
-//! ours (schemars, through `Tool::schema`) agree on the root `title` (the
-//! tool name), `type`, the property names, each property's `type` and
-//! `required`; those are compared exactly, with the description taken from
-//! `ToolSchema::description` (pydantic puts it inside the schema). Not
-//! compared: pydantic's per-property `title`s (`"Fact"`, `"X"`), which
-//! schemars does not generate, and schemars' `format` hints (`"int64"`),
-//! which pydantic does not.
-//!
-//! Not ported yet: pydantic's per-property `title`s in the model-visible
-//! schemas; the trace is therefore partial.
+//! Compared exactly but for two things: `model_visible_schemas`.
+//! Pydantic's schemas and ours (schemars, through `Tool::schema`) agree on
+//! the root `title` (the tool name), `type`, the properties with their
+//! pydantic `title`s (`"Fact"`, `"X"`) and `type`s, and `required`. The
+//! description is `ToolSchema::description` (pydantic puts it inside the
+//! schema), and schemars' `format` hints (`"int64"`), which pydantic does
+//! not write, are dropped before comparing.
 
 use std::sync::Arc;
 
@@ -106,28 +102,22 @@ fn tools() -> Vec<SharedTool> {
     ]
 }
 
-/// A schema reduced to what pydantic and schemars both say (see the module
-/// docs): root `title`, `description`, `type`, `required`, and each
-/// property's `type`.
+/// Our model-visible schema as pydantic writes it: the description inside,
+/// without schemars' `format` hints.
 fn comparable(schema: &Json, description: &str) -> Json {
-    let properties: serde_json::Map<String, Json> = schema["properties"]
-        .as_object()
-        .map(|properties| {
-            properties
-                .iter()
-                .map(|(name, property)| (name.clone(), json!({"type": property["type"]})))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut out = json!({
-        "title": schema["title"],
-        "description": description,
-        "type": schema["type"],
-        "properties": properties,
-    });
-    if let Some(required) = schema.get("required") {
-        out["required"] = required.clone();
+    fn without_format(json: &Json) -> Json {
+        match json {
+            Json::Object(map) => Json::Object(
+                map.iter()
+                    .filter(|(key, _)| *key != "format")
+                    .map(|(key, value)| (key.clone(), without_format(value)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
     }
+    let mut out = without_format(schema);
+    out["description"] = json!(description);
     out
 }
 
@@ -138,10 +128,7 @@ fn trace_29_model_visible_schemas() {
         .as_object()
         .unwrap()
         .iter()
-        .map(|(name, schema)| {
-            let description = schema["description"].as_str().unwrap_or_default();
-            (name.clone(), comparable(schema, description))
-        })
+        .map(|(name, schema)| (name.clone(), schema.clone()))
         .collect();
     let ours: serde_json::Map<String, Json> = tools()
         .iter()
