@@ -10,6 +10,7 @@ mod fake;
 mod message;
 mod model;
 pub mod observe;
+mod python;
 mod tool;
 
 pub use add::{add_messages, try_add_messages};
@@ -29,6 +30,7 @@ pub use model::{
     BoundChatModel, CallOptions, ChatModel, DynChatModel, NOSTREAM_TAG, OutputSchema,
     SharedChatModel, StructuredChatModel, ToolChoice, ToolSchema,
 };
+pub use python::{python_repr, python_str_repr, python_type_name};
 pub use tool::{
     DynTool, FnTool, Injected, InjectedArg, OutputDeltaWriter, SharedTool, Tool, ToolContext,
     ToolControl, ToolError, ToolOutput, error_message, find_tool, inline_schema, pydantic_title,

@@ -2,6 +2,7 @@
 //! [`FnTool`], JSON schemas of arguments and injected arguments.
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
@@ -51,6 +52,10 @@ pub enum ToolError {
         /// The underlying error, if any.
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
+        /// The class of the failure, as a Python tool names the exception
+        /// it raises (`ValueError`); `None` for LangChain's generic
+        /// `ToolException` (see [`ToolError::class`]).
+        class: Option<Cow<'static, str>>,
     },
 }
 
@@ -67,6 +72,20 @@ impl ToolError {
         Self::Failed {
             message: message.into(),
             source: None,
+            class: None,
+        }
+    }
+
+    /// A failure of the tool of a named class, as a Python tool raises an
+    /// exception: `ToolError::raised("ValueError", "bad value")` is
+    /// `raise ValueError("bad value")`. Tool nodes choose by class which
+    /// failures become messages, and show them as Python's `repr` does
+    /// ([`ToolError::repr`]).
+    pub fn raised(class: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            source: None,
+            class: Some(class.into()),
         }
     }
 
@@ -76,7 +95,40 @@ impl ToolError {
         Self::Failed {
             message: source.to_string(),
             source: Some(Box::new(source)),
+            class: None,
         }
+    }
+
+    /// The class of the failure, as LangChain names it: `ValidationError`
+    /// for arguments that do not fit the schema, `ValueError` for a missing
+    /// injected argument, the class a failure was [`raised`](Self::raised)
+    /// with, else `ToolException`.
+    pub fn class(&self) -> &str {
+        match self {
+            Self::InvalidArgs { .. } => "ValidationError",
+            Self::MissingInjection { .. } => "ValueError",
+            Self::Failed {
+                class: Some(class), ..
+            } => class,
+            Self::Failed { class: None, .. } => "ToolException",
+        }
+    }
+
+    /// The failure as Python's `repr` shows an exception: its class and
+    /// its message quoted (`ValueError('bad value')`).
+    ///
+    /// ```
+    /// use stategraph_llm::ToolError;
+    ///
+    /// assert_eq!(ToolError::raised("KeyError", "bad key").repr(), "KeyError('bad key')");
+    /// assert_eq!(ToolError::failed("it's down").repr(), r#"ToolException("it's down")"#);
+    /// ```
+    pub fn repr(&self) -> String {
+        let message = match self {
+            Self::InvalidArgs { message } | Self::Failed { message, .. } => message.clone(),
+            other => other.to_string(),
+        };
+        format!("{}({})", self.class(), crate::python_str_repr(&message))
     }
 
     /// The coarse classification of this error.
@@ -271,6 +323,7 @@ impl ToolContext {
                         let json = state.to_json().map_err(|err| ToolError::Failed {
                             message: format!("cannot read the graph state: {err}"),
                             source: Some(Box::new(err)),
+                            class: None,
                         })?;
                         state_json = Some(json);
                     }

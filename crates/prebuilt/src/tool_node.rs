@@ -4,11 +4,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::future::join_all;
+use serde_json::Value as Json;
 use stategraph_core::Value;
 use stategraph_graph::{ChannelValues, Command, Interrupted, IntoNode, NodeError, TaskContext};
 use stategraph_llm::{
-    InvalidToolCall, Message, OutputDeltaWriter, REMOVE_ALL_MESSAGES, SharedTool, ToolCall,
-    ToolContext, ToolError, ToolMessage, error_message,
+    DynTool, InvalidToolCall, Message, OutputDeltaWriter, REMOVE_ALL_MESSAGES, SharedTool,
+    ToolCall, ToolContext, ToolError, ToolMessage, error_message, python_repr,
 };
 use stategraph_pregel::{CommandGraph, NodeFn, NodeOutput, StreamMode, node_future};
 use stategraph_store::ToolContextStore;
@@ -17,6 +18,15 @@ use crate::history::invalid_call_message;
 
 /// Which tool failures become error messages for the model (LangGraph's
 /// `handle_tool_errors`); the others fail the node.
+///
+/// The texts are LangGraph's. Bad arguments read `Error invoking tool
+/// '{name}' with kwargs {args} with error:\n {problems}\n Please fix the
+/// error and try again.`, the arguments written as Python writes a dict
+/// (`{'wrong': 1}`) and each problem of the arguments against the tool's
+/// model-visible schema as `{location}: {what}` (`text: Field required`,
+/// pydantic's wording). Other failures read `Error: {repr}\n Please fix
+/// your mistakes.`, `repr` being Python's repr of the exception
+/// ([`ToolError::repr`]: `ValueError('bad value')`).
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub enum ToolErrors {
@@ -24,7 +34,8 @@ pub enum ToolErrors {
     /// tool's schema, and unknown tool names (LangGraph's default).
     #[default]
     InvalidCalls,
-    /// Every failure, as `Error: {error}\n Please fix your mistakes.`
+    /// Every failure, as `Error: {repr}\n Please fix your mistakes.`
+    /// (LangGraph's `True`).
     All,
     /// None: every failure, bad arguments too, fails the node (unknown
     /// tool names still answer with the list of tools, as LangGraph does).
@@ -32,9 +43,15 @@ pub enum ToolErrors {
     /// Every failure, as this text.
     Text(String),
     /// The failures `handler` gives a text for; it returns `None` for the
-    /// ones that should fail the node (LangGraph's handler function or
-    /// exception types).
+    /// ones that should fail the node (LangGraph's handler function, whose
+    /// parameter's type chooses the exceptions it handles: match on
+    /// [`ToolError::class`]).
     Handler(ErrorHandler),
+    /// The failures of these classes ([`ToolError::class`]), as
+    /// `Error: {repr}\n Please fix your mistakes.`; the others fail the
+    /// node (LangGraph's exception type or tuple of types; a class is
+    /// matched by name, not by Python's subclassing).
+    Classes(Vec<String>),
 }
 
 /// A function choosing the text of a tool failure (`None`: fail the node).
@@ -48,6 +65,7 @@ impl fmt::Debug for ToolErrors {
             Self::Never => f.write_str("Never"),
             Self::Text(text) => f.debug_tuple("Text").field(text).finish(),
             Self::Handler(_) => f.write_str("Handler(..)"),
+            Self::Classes(classes) => f.debug_tuple("Classes").field(classes).finish(),
         }
     }
 }
@@ -58,30 +76,57 @@ impl ToolErrors {
         Self::Handler(Arc::new(handler))
     }
 
-    /// The text a failure of `call` becomes, or `None` if it fails the node.
-    fn text(&self, call: &ToolCall, error: &ToolError) -> Option<String> {
+    /// The failures of these classes (see [`ToolErrors::Classes`]).
+    pub fn classes<I, S>(classes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Classes(classes.into_iter().map(Into::into).collect())
+    }
+
+    /// The text a failure of `call` to `tool` becomes, or `None` if it
+    /// fails the node.
+    fn text(&self, call: &ToolCall, tool: &dyn DynTool, error: &ToolError) -> Option<String> {
+        let fix = || format!("Error: {}\n Please fix your mistakes.", error.repr());
         match self {
             Self::InvalidCalls => error.is_invalid_args().then(|| {
                 format!(
                     "Error invoking tool '{}' with kwargs {} with error:\n {}\n Please fix the error and try again.",
                     call.name,
-                    call.args,
-                    invalid_args_text(error)
+                    python_repr(&call.args),
+                    invalid_args_text(tool, &call.args, error)
                 )
             }),
-            Self::All => Some(format!("Error: {error}\n Please fix your mistakes.")),
+            Self::All => Some(fix()),
             Self::Never => None,
             Self::Text(text) => Some(text.clone()),
             Self::Handler(handler) => handler(error),
+            Self::Classes(classes) => classes
+                .iter()
+                .any(|class| class == error.class())
+                .then(fix),
         }
     }
 }
 
-fn invalid_args_text(error: &ToolError) -> String {
-    match error {
-        ToolError::InvalidArgs { message } => message.clone(),
-        other => other.to_string(),
+/// The problems of `args` against `tool`'s model-visible schema, one
+/// `{location}: {what}` line each (LangGraph's `ToolInvocationError`
+/// without injected arguments); the tool's own message when the schema
+/// finds none (a constraint only the tool's type knows).
+fn invalid_args_text(tool: &dyn DynTool, args: &Json, error: &ToolError) -> String {
+    let issues = crate::schema_check::check(&tool.dyn_schema().parameters, args);
+    if issues.is_empty() {
+        return match error {
+            ToolError::InvalidArgs { message } => message.clone(),
+            other => other.to_string(),
+        };
     }
+    issues
+        .iter()
+        .map(|issue| format!("{}: {}", issue.loc.join("."), issue.message))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Runs every tool call of the last AI message of the state's messages,
@@ -383,9 +428,9 @@ impl ToolNode {
                 if let Some(events) = &events {
                     events.failed(&error);
                 }
-                match self.errors.text(call, &error) {
+                match self.errors.text(call, tool.as_ref(), &error) {
                     Some(text) => Ok(Answer::Message(error_message(call, text))),
-                    None => Err(NodeError::new(tool_error_class(&error), error.to_string())),
+                    None => Err(NodeError::new(error.class().to_owned(), error.to_string())),
                 }
             }
         }
@@ -544,15 +589,6 @@ fn invalid_call_input(input: &Value) -> Result<Option<InvalidToolCall>, NodeErro
     serde_json::from_value(json.clone())
         .map(Some)
         .map_err(|err| NodeError::new("ValueError", format!("bad invalid tool call: {err}")))
-}
-
-/// The error class a tool failure fails the node with.
-fn tool_error_class(error: &ToolError) -> &'static str {
-    if error.is_invalid_args() {
-        "ValidationError"
-    } else {
-        "ToolException"
-    }
 }
 
 impl IntoNode<ToolNode> for ToolNode {

@@ -3,7 +3,7 @@
 //! call order (compared with the trace); `tools_condition` routes as
 //! recorded; an unknown tool is answered with the list of tools; bad
 //! arguments become an error message by default; `ToolErrors` chooses which
-//! failures become messages (the trace's fixed-text variant is compared);
+//! failures become messages (every variant of the trace is compared);
 //! tools see their call id, the state and the store.
 //!
 //! `bare_invoke_outside_graph`: a Python `ToolNode` is a runnable that
@@ -13,11 +13,16 @@
 //! constructor: the `compile_fail` doctest under "Outside a graph" on
 //! `ToolNode` (crates/prebuilt/src/tool_node.rs) shows it, and
 //! `trace_28_bare_invoke_outside_graph` checks the recording and that the
-//! same node answers inside a graph. Not ported yet: the texts of the default, `True`,
-//! callable and exception-type handlers, which quote pydantic's messages
-//! and Python exception reprs (the behaviour is tested, the wording is
-//! ours). A tool returning a `Command` (`command_tool_updates`) is
-//! compared: its update comes first, then the plain results.
+//! same node answers inside a graph. The texts of the default, `True`,
+//! callable and exception-type handlers are compared exactly
+//! (`trace_28_handle_tool_errors`, `trace_28_invalid_args_default_handler`):
+//! the arguments as Python's dict repr, each schema problem in pydantic's
+//! words, exceptions as Python's repr (`ToolError::raised` gives a failure
+//! its class). A run that fails is compared by class and message; Python's
+//! `str(KeyError('bad key'))` is the key's repr (`'bad key'`), so a
+//! `KeyError`'s message is compared quoted. A tool returning a `Command`
+//! (`command_tool_updates`) is compared: its update comes first, then the
+//! plain results.
 
 use std::time::Duration;
 
@@ -76,7 +81,13 @@ fn explode() -> SharedTool {
         "explode",
         "Raise an error.",
         |args: Kind, _ctx| async move {
-            Err::<String, _>(ToolError::failed(format!("bad {}", args.kind)))
+            // The case raises `ValueError("bad value")` or `KeyError("bad key")`.
+            let class = if args.kind == "value" {
+                "ValueError"
+            } else {
+                "KeyError"
+            };
+            Err::<String, _>(ToolError::raised(class, format!("bad {}", args.kind)))
         },
     )
     .shared()
@@ -167,11 +178,10 @@ async fn bad_arguments_become_an_error_message_by_default() {
         (name.as_str(), id.as_str(), status),
         ("fast_len", "c0", ToolStatus::Error)
     );
-    assert!(
-        text.starts_with("Error invoking tool 'fast_len' with kwargs {\"wrong\":1} with error:\n ")
-            && text.contains("text")
-            && text.ends_with("\n Please fix the error and try again."),
-        "{text}"
+    assert_eq!(
+        text,
+        "Error invoking tool 'fast_len' with kwargs {'wrong': 1} with error:\n \
+         text: Field required\n Please fix the error and try again."
     );
 }
 
@@ -205,17 +215,14 @@ async fn tool_errors_choose_which_failures_become_messages() {
     let out = run(ToolErrors::All).await.unwrap();
     assert_eq!(
         summary(&out[0]).2,
-        "Error: bad value\n Please fix your mistakes."
+        "Error: ValueError('bad value')\n Please fix your mistakes."
     );
     let out = run(ToolErrors::Text("custom failure text".into()))
         .await
         .unwrap();
     assert_eq!(summary(&out[0]).2, "custom failure text");
     let handled = ToolErrors::handler(|error| {
-        error
-            .to_string()
-            .contains("value")
-            .then(|| format!("handled value error: {error}"))
+        (error.class() == "ValueError").then(|| format!("handled value error: {error}"))
     });
     let out = run(handled.clone()).await.unwrap();
     assert_eq!(summary(&out[0]).2, "handled value error: bad value");
@@ -343,6 +350,89 @@ async fn trace_28_parallel_calls_keep_order() {
         .collect();
     let expected = &fixture()["parallel_calls_keep_order"][0]["tools"]["messages"];
     assert_eq!(ours, recorded(expected));
+}
+
+/// Python's `catch(lambda: ...["messages"][-1])` of a run: the tool
+/// message as `{"ok": (name, call id, content, status)}`, or the failure
+/// as `{"raised": {"$error", "message"}}`, a `KeyError`'s message quoted as
+/// Python's `str` of it is.
+async fn outcome(app: &CompiledStateGraph, call: Message) -> Json {
+    let input = MessagesState {
+        messages: vec![call],
+    };
+    match app
+        .invoke_typed::<MessagesState>(input, &RunnableConfig::default())
+        .await
+    {
+        Ok(out) => {
+            let messages = out.into_state().messages;
+            let (name, id, content, status) = summary(messages.last().unwrap());
+            json!({"ok": [name, id, content, status == ToolStatus::Error]})
+        }
+        Err(stategraph_pregel::PregelError::Node { error, .. }) => {
+            let message = match error.class() {
+                "KeyError" => stategraph_llm::python_str_repr(error.message()),
+                _ => error.message().to_owned(),
+            };
+            json!({"raised": {"$error": error.class(), "message": message}})
+        }
+        Err(other) => panic!("unexpected failure: {other}"),
+    }
+}
+
+/// A recorded `catch` as [`outcome`] writes it.
+fn recorded_outcome(caught: &Json) -> Json {
+    match caught.get("ok") {
+        Some(message) => {
+            let (name, id, content, status) = recorded(&json!([message])).remove(0);
+            json!({"ok": [name, id, content, status == ToolStatus::Error]})
+        }
+        None => caught.clone(),
+    }
+}
+
+#[tokio::test]
+async fn trace_28_handle_tool_errors() {
+    let variants = [
+        ("default", ToolErrors::InvalidCalls),
+        ("true", ToolErrors::All),
+        ("false", ToolErrors::Never),
+        ("string", ToolErrors::Text("custom failure text".into())),
+        (
+            "callable_typed_ValueError",
+            ToolErrors::handler(|error| {
+                (error.class() == "ValueError").then(|| format!("handled value error: {error}"))
+            }),
+        ),
+        (
+            "exception_type_ValueError",
+            ToolErrors::classes(["ValueError"]),
+        ),
+        (
+            "tuple_KeyError_TypeError",
+            ToolErrors::classes(["KeyError", "TypeError"]),
+        ),
+    ];
+    let expected = &fixture()["handle_tool_errors"];
+    for (name, errors) in variants {
+        let app = wrap(ToolNode::new([explode()]).with_errors(errors));
+        for (kind, key) in [("value", "value_error"), ("key", "key_error")] {
+            let ours = outcome(&app, ai(&[("explode", json!({ "kind": kind }))])).await;
+            assert_eq!(
+                ours,
+                recorded_outcome(&expected[name][key]),
+                "{name} {kind}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn trace_28_invalid_args_default_handler() {
+    let app = wrap(ToolNode::new([slow_echo(), fast_len()]));
+    let ours = outcome(&app, ai(&[("fast_len", json!({"wrong": 1}))])).await;
+    let recorded = recorded_outcome(&fixture()["invalid_args_default_handler"]);
+    assert_eq!(ours, recorded);
 }
 
 /// LangGraph refuses a bare `ToolNode` at run time; ours does not compile
