@@ -28,5 +28,6 @@ pub use tool_node::{
     ErrorHandler, ToolCallWithContext, ToolErrors, ToolNode, interrupt, tools_condition,
 };
 pub use validation::{
-    ArgIssue, ArgSchema, ErrorFormatter, TypedArgSchema, ValidationError, ValidationNode,
+    ArgIssue, ArgSchema, ErrorFormatter, PYDANTIC_VERSION, TypedArgSchema, ValidationError,
+    ValidationNode,
 };

@@ -39,6 +39,18 @@ impl<'a> Checker<'a> {
         self.issues.push(ArgIssue::new(loc.to_vec(), message));
     }
 
+    /// A problem pydantic reports as `kind`, about `input`.
+    fn typed_issue(
+        &mut self,
+        loc: &[String],
+        message: impl Into<String>,
+        kind: &str,
+        input: &Json,
+    ) {
+        self.issues
+            .push(ArgIssue::new(loc.to_vec(), message).with_details(kind, input.clone()));
+    }
+
     fn check(&mut self, schema: &'a Json, value: &Json, loc: &mut Vec<String>, depth: usize) {
         let schema = match schema {
             Json::Bool(true) => return,
@@ -70,17 +82,23 @@ impl<'a> Checker<'a> {
             && !type_matches(expected, value)
         {
             // The other keywords describe a value of the right type.
-            return self.issue(loc, type_message(expected));
+            // Pydantic checks the arguments as a whole as a model.
+            let kind = match type_kind(expected) {
+                "dict_type" if loc.is_empty() => "model_type",
+                kind => kind,
+            };
+            return self.typed_issue(loc, type_message(expected), kind, value);
         }
         if let Some(expected) = schema.get("const")
             && expected != value
         {
-            self.issue(loc, format!("Input should be {}", literal(expected)));
+            let message = format!("Input should be {}", literal(expected));
+            self.typed_issue(loc, message, "literal_error", value);
         }
         if let Some(Json::Array(allowed)) = schema.get("enum")
             && !allowed.contains(value)
         {
-            self.issue(loc, enum_message(allowed));
+            self.typed_issue(loc, enum_message(allowed), "enum", value);
         }
         self.bounds(schema, value, loc);
         match value {
@@ -130,7 +148,9 @@ impl<'a> Checker<'a> {
             for name in required.iter().filter_map(Json::as_str) {
                 if !map.contains_key(name) {
                     loc.push(name.to_owned());
-                    self.issue(loc, "Field required");
+                    // Pydantic's input for a missing field: the object.
+                    let object = Json::Object(map.clone());
+                    self.typed_issue(loc, "Field required", "missing", &object);
                     loc.pop();
                 }
             }
@@ -140,7 +160,14 @@ impl<'a> Checker<'a> {
             match properties.and_then(|p| p.get(key)) {
                 Some(property) => self.check(property, item, loc, depth + 1),
                 None => match schema.get("additionalProperties") {
-                    Some(Json::Bool(false)) => self.issue(loc, "Extra inputs are not permitted"),
+                    Some(Json::Bool(false)) => {
+                        self.typed_issue(
+                            loc,
+                            "Extra inputs are not permitted",
+                            "extra_forbidden",
+                            item,
+                        );
+                    }
                     Some(extra) => self.check(extra, item, loc, depth + 1),
                     None => {}
                 },
@@ -152,17 +179,32 @@ impl<'a> Checker<'a> {
     fn bounds(&mut self, schema: &Map<String, Json>, value: &Json, loc: &[String]) {
         let bound = |key: &str| schema.get(key).and_then(Json::as_f64);
         if let Some(n) = value.as_f64() {
-            let checks: [(&str, Holds, &str); 4] = [
-                ("minimum", |n, b| n >= b, "greater than or equal to"),
-                ("maximum", |n, b| n <= b, "less than or equal to"),
-                ("exclusiveMinimum", |n, b| n > b, "greater than"),
-                ("exclusiveMaximum", |n, b| n < b, "less than"),
+            let checks: [(&str, Holds, &str, &str); 4] = [
+                (
+                    "minimum",
+                    |n, b| n >= b,
+                    "greater than or equal to",
+                    "greater_than_equal",
+                ),
+                (
+                    "maximum",
+                    |n, b| n <= b,
+                    "less than or equal to",
+                    "less_than_equal",
+                ),
+                (
+                    "exclusiveMinimum",
+                    |n, b| n > b,
+                    "greater than",
+                    "greater_than",
+                ),
+                ("exclusiveMaximum", |n, b| n < b, "less than", "less_than"),
             ];
-            for (key, ok, words) in checks {
+            for (key, ok, words, kind) in checks {
                 if let (Some(b), Some(raw)) = (bound(key), schema.get(key))
                     && !ok(n, b)
                 {
-                    self.issue(loc, format!("Input should be {words} {raw}"));
+                    self.typed_issue(loc, format!("Input should be {words} {raw}"), kind, value);
                 }
             }
         }
@@ -171,23 +213,30 @@ impl<'a> Checker<'a> {
             Json::String(text) => (text.chars().count(), "character"),
             _ => return,
         };
-        let (min_key, max_key) = if unit == "item" {
-            ("minItems", "maxItems")
+        let (min_key, max_key, short, long) = if unit == "item" {
+            ("minItems", "maxItems", "too_short", "too_long")
         } else {
-            ("minLength", "maxLength")
+            (
+                "minLength",
+                "maxLength",
+                "string_too_short",
+                "string_too_long",
+            )
         };
         let plural = |n: u64| if n == 1 { "" } else { "s" };
         if let Some(min) = schema.get(min_key).and_then(Json::as_u64)
             && (len as u64) < min
         {
             let s = plural(min);
-            self.issue(loc, format!("Input should have at least {min} {unit}{s}"));
+            let message = format!("Input should have at least {min} {unit}{s}");
+            self.typed_issue(loc, message, short, value);
         }
         if let Some(max) = schema.get(max_key).and_then(Json::as_u64)
             && (len as u64) > max
         {
             let s = plural(max);
-            self.issue(loc, format!("Input should have at most {max} {unit}{s}"));
+            let message = format!("Input should have at most {max} {unit}{s}");
+            self.typed_issue(loc, message, long, value);
         }
     }
 
@@ -222,6 +271,31 @@ fn is_type(name: &str, value: &Json) -> bool {
         }
         // An unknown type name constrains nothing.
         _ => true,
+    }
+}
+
+/// Pydantic's error type for a value of the wrong type: that of the first
+/// type named that is not `null` (pydantic reports an optional value's
+/// problem as its type's).
+fn type_kind(expected: &Json) -> &'static str {
+    let first = match expected {
+        Json::String(name) => Some(name.as_str()),
+        Json::Array(names) => names
+            .iter()
+            .filter_map(Json::as_str)
+            .find(|name| *name != "null")
+            .or(Some("null")),
+        _ => None,
+    };
+    match first {
+        Some("null") => "none_required",
+        Some("boolean") => "bool_type",
+        Some("string") => "string_type",
+        Some("array") => "list_type",
+        Some("object") => "dict_type",
+        Some("number") => "float_type",
+        Some("integer") => "int_type",
+        _ => "type_error",
     }
 }
 

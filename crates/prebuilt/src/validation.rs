@@ -11,12 +11,20 @@ use serde_json::Value as Json;
 use stategraph_core::Value;
 use stategraph_graph::{ChannelValues, IntoNode, NodeError, TaskContext};
 use stategraph_llm::schemars::JsonSchema;
-use stategraph_llm::{DynTool, Message, SharedTool, ToolCall, ToolMessage, tool_schema};
+use stategraph_llm::{
+    DynTool, Message, SharedTool, ToolCall, ToolMessage, python_repr, python_type_name, tool_schema,
+};
 use stategraph_pregel::{NodeFn, NodeOutput, node_future};
 
 use crate::schema_check;
 
-/// One problem found in a tool call's arguments: where, and what.
+/// The pydantic version whose texts the problems reproduce: its
+/// documentation links (`https://errors.pydantic.dev/2.14/v/missing`)
+/// name it, as LangGraph 1.2.22's traces do.
+pub const PYDANTIC_VERSION: &str = "2.14";
+
+/// One problem found in a tool call's arguments: where, what, and, when
+/// known, pydantic's error type and the input at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ArgIssue {
@@ -25,6 +33,12 @@ pub struct ArgIssue {
     pub loc: Vec<String>,
     /// What is wrong, e.g. `Field required`.
     pub message: String,
+    /// Pydantic's error type (`missing`, `value_error`, `int_type`, ...),
+    /// when the problem is one pydantic reports.
+    pub kind: Option<String>,
+    /// The input at fault, as pydantic reports it (for a missing field,
+    /// the object that lacks it); with `kind`.
+    pub input: Option<Json>,
 }
 
 impl ArgIssue {
@@ -33,18 +47,46 @@ impl ArgIssue {
         Self {
             loc,
             message: message.into(),
+            kind: None,
+            input: None,
         }
+    }
+
+    /// The same problem with pydantic's error type and the input at fault.
+    #[must_use]
+    pub fn with_details(mut self, kind: impl Into<String>, input: Json) -> Self {
+        self.kind = Some(kind.into());
+        self.input = Some(input);
+        self
     }
 }
 
 /// Why a tool call's arguments were rejected: every problem found against
 /// the schema named `schema`.
 ///
-/// Displays in the spirit of pydantic's `ValidationError` (what LangGraph's
-/// model sees): `1 validation error for SelectNumber`, then for each problem
-/// its location (dotted) and, indented by two spaces, what is wrong.
-/// Pydantic's `[type=..., input_value=...]` details and documentation links
-/// are not reproduced.
+/// Displays as pydantic's `ValidationError` (what LangGraph's model sees):
+/// `1 validation error for SelectNumber`, then for each problem its
+/// location (dotted) and, indented by two spaces, what is wrong; for a
+/// problem of a known pydantic type, followed by
+/// `[type=..., input_value=..., input_type=...]` (the input as Python's
+/// `repr`, cut to its first 25 and last 24 bytes around `...` when longer
+/// than 50, as pydantic cuts it) and a line
+/// `    For further information visit https://errors.pydantic.dev/2.14/v/<type>`
+/// ([`PYDANTIC_VERSION`]).
+///
+/// ```
+/// use serde_json::json;
+/// use stategraph_prebuilt::{ArgIssue, ValidationError};
+///
+/// let issue = ArgIssue::new(vec!["a".into()], "Value error, Only 37 is allowed")
+///     .with_details("value_error", json!(1));
+/// assert_eq!(
+///     ValidationError::new("SelectNumber", vec![issue]).to_string(),
+///     "1 validation error for SelectNumber\na\n  Value error, Only 37 is allowed \
+///      [type=value_error, input_value=1, input_type=int]\n    \
+///      For further information visit https://errors.pydantic.dev/2.14/v/value_error",
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ValidationError {
@@ -74,9 +116,36 @@ impl fmt::Display for ValidationError {
                 write!(f, "\n{}", issue.loc.join("."))?;
             }
             write!(f, "\n  {}", issue.message)?;
+            if let (Some(kind), Some(input)) = (&issue.kind, &issue.input) {
+                write!(
+                    f,
+                    " [type={kind}, input_value={}, input_type={}]\n    \
+                     For further information visit https://errors.pydantic.dev/{PYDANTIC_VERSION}/v/{kind}",
+                    truncated_repr(input),
+                    python_type_name(input),
+                )?;
+            }
         }
         Ok(())
     }
+}
+
+/// Python's `repr` of `input`, cut as pydantic cuts it: past 50 bytes, the
+/// first 25 and the last 24 (at character boundaries) around `...`.
+fn truncated_repr(input: &Json) -> String {
+    let repr = python_repr(input);
+    if repr.len() <= 50 {
+        return repr;
+    }
+    let mut head = 25;
+    while !repr.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = repr.len() - 24;
+    while !repr.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}...{}", &repr[..head], &repr[tail..])
 }
 
 impl std::error::Error for ValidationError {}
@@ -259,7 +328,19 @@ where
                 .iter()
                 .filter_map(|(loc, check)| {
                     check(&value).err().map(|message| {
+                        // Pydantic's input for a field validator: the field's value.
+                        let input = loc
+                            .iter()
+                            .try_fold(args, |at, key| match at {
+                                Json::Array(items) => {
+                                    key.parse::<usize>().ok().and_then(|i| items.get(i))
+                                }
+                                other => other.get(key),
+                            })
+                            .unwrap_or(args)
+                            .clone();
                         ArgIssue::new(loc.clone(), format!("Value error, {message}"))
+                            .with_details("value_error", input)
                     })
                 })
                 .collect();
@@ -516,7 +597,9 @@ mod tests {
         let err = schema.validate(&json!({"a": 1})).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "1 validation error for SelectNumber\na\n  Value error, Only 37 is allowed"
+            "1 validation error for SelectNumber\na\n  Value error, Only 37 is allowed \
+             [type=value_error, input_value=1, input_type=int]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/value_error"
         );
     }
 
@@ -527,13 +610,22 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "3 validation errors for SelectNumber\na\n  Field required\ntags.0\n  \
-             Input should be a valid string\ntags.2\n  Input should be a valid string"
+            "3 validation errors for SelectNumber\na\n  Field required \
+             [type=missing, input_value={'tags': [1, 'x', 2]}, input_type=dict]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/missing\n\
+             tags.0\n  Input should be a valid string \
+             [type=string_type, input_value=1, input_type=int]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/string_type\n\
+             tags.2\n  Input should be a valid string \
+             [type=string_type, input_value=2, input_type=int]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/string_type"
         );
         let err = select_number().validate(&json!("{\"a\": 37}")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "1 validation error for SelectNumber\n  Input should be a valid dictionary"
+            "1 validation error for SelectNumber\n  Input should be a valid dictionary \
+             [type=model_type, input_value='{\"a\": 37}', input_type=str]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/model_type"
         );
     }
 
@@ -555,7 +647,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "1 validation error for pick\n  Value error, too many tags"
+            "1 validation error for pick\n  Value error, too many tags \
+             [type=value_error, input_value={'a': 1, 'tags': ['x', 'y']}, input_type=dict]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/value_error"
         );
     }
 
@@ -580,10 +674,10 @@ mod tests {
         let err = schema.validate(&json!({"a": "2"})).unwrap_err();
         assert_eq!(
             err.issues,
-            [ArgIssue::new(
-                vec!["a".into()],
-                "Input should be a valid integer"
-            )]
+            [
+                ArgIssue::new(vec!["a".into()], "Input should be a valid integer")
+                    .with_details("int_type", json!("2"))
+            ]
         );
     }
 
@@ -602,7 +696,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             bad.content.text(),
-            "1 validation error for SelectNumber\na\n  Value error, Only 37 is allowed\n\n\
+            "1 validation error for SelectNumber\na\n  Value error, Only 37 is allowed \
+             [type=value_error, input_value=1, input_type=int]\n    \
+             For further information visit https://errors.pydantic.dev/2.14/v/value_error\n\n\
              Respond after fixing all validation errors."
         );
         assert_eq!(bad.additional_kwargs["is_error"], json!(true));

@@ -92,7 +92,9 @@ async fn arguments_that_are_not_an_object_are_answered_as_invalid() {
         .unwrap();
     assert_eq!(
         out[0].text(),
-        "1 validation error for Pick\n  Input should be a valid dictionary\n\n\
+        "1 validation error for Pick\n  Input should be a valid dictionary \
+         [type=model_type, input_value='{n: 3', input_type=str]\n    \
+         For further information visit https://errors.pydantic.dev/2.14/v/model_type\n\n\
          Respond after fixing all validation errors."
     );
 }
