@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use futures::future::BoxFuture;
 
 use crate::chunk::AiMessageChunk;
-use crate::message::AiMessage;
+use crate::message::{AiMessage, Message};
 use crate::model::CallOptions;
 
 /// What an observer learns about the model call that produced a chunk.
@@ -41,6 +41,12 @@ pub trait ModelObserver: Send + Sync {
 
     /// The whole answer of a model that does not stream.
     fn on_message(&self, call: &ModelCall<'_>, message: &AiMessage);
+
+    /// A message the observed code pushed itself (LangGraph's
+    /// `push_message`); nothing by default.
+    fn on_pushed(&self, message: &Message) {
+        let _ = message;
+    }
 }
 
 /// An observer slot: `Some` reports to that observer, `None` reports to
@@ -65,6 +71,15 @@ pub fn observe<'a, T: 'a>(
 /// Whether an observer is installed for the current poll.
 pub fn is_observed() -> bool {
     CURRENT.with(|current| current.borrow().is_some())
+}
+
+/// Reports a message the running code pushed (LangGraph's `push_message`)
+/// to the observer of the current poll, if any.
+pub fn report_pushed(message: &Message) {
+    let observer = CURRENT.with(|current| current.borrow().clone());
+    if let Some(observer) = observer {
+        observer.on_pushed(message);
+    }
 }
 
 /// The observer of the current poll, if any, unless `options` carry the

@@ -158,6 +158,12 @@ pub(crate) fn writes_namespace(node: &str) -> String {
     format!("__pregel_ns_writes:{node}")
 }
 
+/// The cache namespace of a functional task's results (apart from the
+/// nodes': a node's `clear_cache` leaves them, as LangGraph's does).
+pub(crate) fn task_namespace(task: &str) -> String {
+    format!("__pregel_ns_writes:task:{task}")
+}
+
 /// Resolves cached writes to channel ids of the graph at hand.
 pub(crate) fn resolve(
     writes: &CachedWrites,

@@ -88,6 +88,53 @@ impl TaskContext {
         &self,
         name: &str,
         policies: &[RetryPolicy],
+        work: impl FnMut() -> Fut + Send + 'static,
+    ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
+    where
+        T: Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, NodeError>> + Send + 'static,
+    {
+        self.run_task(name, policies, None, work)
+    }
+
+    /// [`TaskContext::task`] with its result cached in the graph's cache
+    /// ([`CompileOptions::cache`](crate::CompileOptions::cache)) under
+    /// `input`'s key (LangGraph's `@task(cache_policy=...)`, keyed by the
+    /// task's arguments): a later call with the same name and key, in any
+    /// run, returns the cached result without running `work`, and its
+    /// `updates` chunk says `"__metadata__": {"cached": true}`. The cache
+    /// is the task's own (a node's `clear_cache` leaves it). Without a
+    /// cache on the graph it is [`TaskContext::task`].
+    ///
+    /// # Errors
+    /// As [`TaskContext::task`]; a cached result that no longer decodes to
+    /// `T`.
+    pub fn cached_task<T, Fut>(
+        &self,
+        name: &str,
+        policies: &[RetryPolicy],
+        cache: crate::cache::CachePolicy,
+        input: impl Serialize + Send + Sync + 'static,
+        work: impl FnMut() -> Fut + Send + 'static,
+    ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
+    where
+        T: Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, NodeError>> + Send + 'static,
+    {
+        let entry = self.run.graph.cache().map(|store| TaskCache {
+            store: store.clone(),
+            namespace: crate::cache::task_namespace(name),
+            key: cache.key_of(&Value::new(input)),
+            ttl: cache.ttl,
+        });
+        self.run_task(name, policies, entry, work)
+    }
+
+    fn run_task<T, Fut>(
+        &self,
+        name: &str,
+        policies: &[RetryPolicy],
+        cache: Option<TaskCache>,
         mut work: impl FnMut() -> Fut + Send + 'static,
     ) -> impl Future<Output = Result<T, NodeError>> + Send + 'static
     where
@@ -126,15 +173,34 @@ impl TaskContext {
             {
                 return Ok((*saved.decode::<T>()?).clone());
             }
-            let result = crate::retry::with_retry(&name, &policies, |_| work()).await?;
-            let value = Value::new(result.clone());
+            let hit = cache.as_ref().and_then(|cache| {
+                let writes = cache.store.get(&cache.namespace, &cache.key)?;
+                writes
+                    .into_iter()
+                    .find(|(channel, _)| &**channel == crate::names::RETURN)
+                    .map(|(_, value)| value)
+            });
+            let (result, value, cached) = match hit {
+                Some(value) => ((*value.clone().decode::<T>()?).clone(), value, true),
+                None => {
+                    let result = crate::retry::with_retry(&name, &policies, |_| work()).await?;
+                    let value = Value::new(result.clone());
+                    if let Some(cache) = &cache {
+                        let writes = vec![(Arc::from(crate::names::RETURN), value.clone())];
+                        cache
+                            .store
+                            .set(&cache.namespace, &cache.key, writes, cache.ttl);
+                    }
+                    (result, value, false)
+                }
+            };
             for sink in run.sinks() {
                 sink.push(
                     StreamMode::Updates,
                     Value::new(crate::chunk::NodeUpdate {
                         node: name.clone(),
                         update: crate::chunk::UpdatePayload::Value(value.clone()),
-                        cached: false,
+                        cached,
                     }),
                 );
             }
@@ -344,6 +410,55 @@ impl TaskContext {
         self.push(StreamMode::Tools, Value::new(event));
     }
 
+    /// Sends `message` to the `messages` stream now, with the task's
+    /// metadata, and, unless `state_key` is `None`, writes it to that key
+    /// with the node's output (LangGraph's `push_message`, which writes the
+    /// message itself: here it is a list of one, as a typed messages key
+    /// takes), for a message the node shows before it returns. The task's
+    /// output does not send it again. A write of a task that fails, or is
+    /// tried again, is dropped with the attempt. Returns the message.
+    ///
+    /// # Errors
+    /// A message without an id (`ValueError`, as LangGraph: the stream and
+    /// the reducer tell messages apart by id); a `state_key` that is not a
+    /// channel of the graph (`InvalidUpdateError`).
+    pub fn push_message(
+        &self,
+        message: impl Into<stategraph_llm::Message>,
+        state_key: Option<&str>,
+    ) -> Result<stategraph_llm::Message, NodeError> {
+        let message = message.into();
+        if message.id().is_none() {
+            return Err(NodeError::new("ValueError", "Message ID is required"));
+        }
+        let channel = state_key
+            .map(|key| {
+                self.run.shape.channel_id(key).ok_or_else(|| {
+                    NodeError::new(
+                        "InvalidUpdateError",
+                        format!("push_message: {key:?} is not a channel of the graph"),
+                    )
+                })
+            })
+            .transpose()?;
+        stategraph_llm::observe::report_pushed(&message);
+        if let Some(channel) = channel {
+            // A list of one: what a typed messages key takes.
+            let write = Value::new(vec![message.clone()]);
+            self.run.push_write(self.key(), channel, write);
+        }
+        Ok(message)
+    }
+
+    /// Which task of the run this is.
+    pub(crate) fn key(&self) -> crate::run_info::TaskKey {
+        crate::run_info::TaskKey {
+            node: self.node,
+            push: self.push,
+            step: self.step,
+        }
+    }
+
     /// Sends a chunk to every sink of the run that streams `mode`.
     fn push(&self, mode: StreamMode, value: Value) {
         for sink in self.run.sinks() {
@@ -418,6 +533,7 @@ impl TaskContext {
             durability: crate::run_info::Durability::default(),
             // The root run retries, not its subgraphs.
             busy_retries: 0,
+            output_keys: None,
             context: self.run.context.clone(),
             store: self.run.store.clone(),
             subgraphs: self.run.subgraphs,
@@ -433,6 +549,14 @@ impl TaskContext {
             }),
         }
     }
+}
+
+/// Where a cached functional task keeps its result.
+struct TaskCache {
+    store: Arc<dyn crate::cache::NodeCache>,
+    namespace: String,
+    key: String,
+    ttl: Option<std::time::Duration>,
 }
 
 /// The configurable key of the checkpoint each enclosing namespace's step

@@ -17,7 +17,7 @@ use crate::error::{PregelError, Result};
 use crate::names;
 use crate::node::{NodeFn, NodeOutput, PregelNode, ReadKeys, Reads, Writer, node_fn};
 use crate::options::CompileOptions;
-use crate::shape::{ChannelId, GraphShape, IoChannels, NameMap, NodeId};
+use crate::shape::{ChannelId, GraphShape, IoChannels, IoSpec, NameMap, NodeId};
 use std::any::Any;
 
 impl CompiledGraph {
@@ -91,6 +91,10 @@ impl crate::run_info::NodeFacts for CompiledGraph {
 
     fn node_metadata(&self, node: NodeId) -> &stategraph_core::JsonMap {
         &self.nodes[node].settings().metadata
+    }
+
+    fn cache(&self) -> Option<&Arc<dyn crate::cache::NodeCache>> {
+        self.cache.as_ref()
     }
 }
 
@@ -232,36 +236,6 @@ pub struct PregelBuilder {
     stream: Option<IoSpec>,
     options: CompileOptions,
     context_type: Option<crate::run_info::ContextType>,
-}
-
-/// Input or output channels by name.
-#[derive(Clone, Debug)]
-pub enum IoSpec {
-    /// One channel.
-    One(String),
-    /// Several channels.
-    Many(Vec<String>),
-    /// Several channels, by the ids their declarations returned (for
-    /// compilers that have them already).
-    Ids(Vec<ChannelId>),
-}
-
-impl From<&str> for IoSpec {
-    fn from(name: &str) -> Self {
-        Self::One(name.to_owned())
-    }
-}
-
-impl<const N: usize> From<[&str; N]> for IoSpec {
-    fn from(names: [&str; N]) -> Self {
-        Self::Many(names.iter().map(|n| (*n).to_owned()).collect())
-    }
-}
-
-impl From<Vec<String>> for IoSpec {
-    fn from(names: Vec<String>) -> Self {
-        Self::Many(names)
-    }
 }
 
 impl PregelBuilder {

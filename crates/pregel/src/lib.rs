@@ -30,7 +30,7 @@ pub use chunk::{
 pub use command::{Command, CommandGraph, Goto, Input, Send};
 pub use context::TaskContext;
 pub use error::{NodeError, NodeFailure, PregelError, Result};
-pub use graph::{IoSpec, NodeBuilder, Pregel, PregelBuilder};
+pub use graph::{NodeBuilder, Pregel, PregelBuilder};
 pub use interrupt::{Interrupt, Interrupted};
 pub use node::{
     FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads,
@@ -42,5 +42,6 @@ pub use run::{
     DEFAULT_RECURSION_LIMIT, PregelTask, RunOutput, RunStream, StateSnapshot, StateUpdate,
 };
 pub use run_info::{ContextType, Durability, RunOptions, SubgraphCheckpoints};
+pub use shape::IoSpec;
 pub use shape::{ChannelId, GraphShape, IoChannels, NodeId};
 pub use timeout::{NODE_TIMEOUT_ERROR, RefreshOn, TimeoutPolicy};

@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use stategraph_core::{RunnableConfig, Value};
 
@@ -58,13 +58,15 @@ impl Sink {
     }
 }
 
-/// What a task's config needs of the graph that runs (the compiled graph;
+/// What a task needs of the graph that runs (the compiled graph;
 /// a trait, so that what tasks share does not depend on the graph).
 pub(crate) trait NodeFacts: std::marker::Send + Sync {
     /// The names of `node`'s trigger channels, sorted.
     fn sorted_triggers(&self, node: crate::shape::NodeId) -> &Arc<[Arc<str>]>;
     /// The metadata `node` was declared with.
     fn node_metadata(&self, node: crate::shape::NodeId) -> &stategraph_core::JsonMap;
+    /// The graph's cache, if it was compiled with one.
+    fn cache(&self) -> Option<&Arc<dyn crate::cache::NodeCache>>;
 }
 
 /// What every task of a run shares.
@@ -108,6 +110,27 @@ pub(crate) struct RunInfo {
     /// Exit durability: the current step's functional task results, kept
     /// in case the step stops.
     pub(crate) deferred: Mutex<Option<Vec<crate::run_info::TaskWrites>>>,
+    /// Writes tasks of the current step made while running
+    /// ([`TaskContext::push_message`](crate::TaskContext::push_message)),
+    /// applied before their output's; `pushed_any` spares finished tasks
+    /// the lock when there are none.
+    pub(crate) pushed: Mutex<Vec<PushedWrite>>,
+    pub(crate) pushed_any: std::sync::atomic::AtomicBool,
+}
+
+/// Which task of a run: its node, its `Send` index if a push task, its step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TaskKey {
+    pub(crate) node: crate::shape::NodeId,
+    pub(crate) push: Option<usize>,
+    pub(crate) step: i64,
+}
+
+/// A write a task made while running.
+pub(crate) struct PushedWrite {
+    pub(crate) task: TaskKey,
+    pub(crate) channel: crate::shape::ChannelId,
+    pub(crate) value: Value,
 }
 
 /// Answers keyed by interrupt id.
@@ -215,6 +238,59 @@ impl RunInfo {
             replay: Mutex::new(None),
             saves: Mutex::new(None),
             deferred: Mutex::new(None),
+            pushed: Mutex::new(Vec::new()),
+            pushed_any: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Keeps a write `task` made while running, for its output.
+    pub(crate) fn push_write(&self, task: TaskKey, channel: crate::shape::ChannelId, value: Value) {
+        let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
+        pushed.push(PushedWrite {
+            task,
+            channel,
+            value,
+        });
+        self.pushed_any
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Moves the writes `task` made while running into `writes`.
+    pub(crate) fn take_pushed(
+        &self,
+        task: TaskKey,
+        writes: &mut Vec<(crate::shape::ChannelId, Value)>,
+    ) {
+        if !self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = Vec::with_capacity(pushed.len());
+        for write in pushed.drain(..) {
+            if write.task == task {
+                writes.push((write.channel, write.value));
+            } else {
+                kept.push(write);
+            }
+        }
+        *pushed = kept;
+    }
+
+    /// Drops the writes made while running by `task` (a new attempt
+    /// starts over), or by every task (`None`: the step is over, and what
+    /// is left belongs to tasks that failed or stopped).
+    pub(crate) fn forget_pushed(&self, task: Option<TaskKey>) {
+        if !self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
+        match task {
+            Some(task) => pushed.retain(|write| write.task != task),
+            None => pushed.clear(),
+        }
+        if pushed.is_empty() {
+            self.pushed_any
+                .store(false, std::sync::atomic::Ordering::Release);
         }
     }
 
@@ -371,6 +447,8 @@ pub struct RunOptions {
     pub(crate) store: Option<stategraph_store::SharedStore>,
     // How many times `invoke` runs again after `ThreadBusy`.
     pub(crate) busy_retries: u32,
+    // The channels this run outputs and streams, in place of the graph's.
+    pub(crate) output_keys: Option<crate::shape::IoSpec>,
 }
 
 /// Where a subgraph run forwards its chunks.
@@ -477,6 +555,17 @@ impl RunOptions {
         self
     }
 
+    /// The channels this run returns and streams in `values` and `updates`
+    /// chunks (LangGraph's `output_keys`), in place of the graph's: one
+    /// name gives bare values, several (`["a", "b"]`) give maps of them.
+    /// A name that is not a channel fails the run (`Key <name> not in
+    /// channels`).
+    #[must_use]
+    pub fn output_keys(mut self, keys: impl Into<crate::shape::IoSpec>) -> Self {
+        self.output_keys = Some(keys.into());
+        self
+    }
+
     /// Static breakpoints for this run (LangGraph's per-run
     /// `interrupt_before`; `"*"`: any node), in place of the graph's.
     #[must_use]
@@ -556,7 +645,7 @@ impl ContextType {
 pub(crate) fn resolve_context(
     context: Option<Arc<dyn Any + Send + Sync>>,
     declared: Option<&ContextType>,
-) -> Result<Option<Arc<dyn Any + Send + Sync>>, crate::PregelError> {
+) -> Result<Option<Arc<dyn Any + Send + Sync>>, crate::error::PregelError> {
     let Some(JsonContext(json)) = context
         .as_deref()
         .and_then(|c| c.downcast_ref::<JsonContext>())
@@ -567,7 +656,7 @@ pub(crate) fn resolve_context(
     match declared {
         Some(declared) => (declared.decode)(json)
             .map(Some)
-            .map_err(|source| crate::PregelError::InvalidContext(Box::new(source))),
+            .map_err(|source| crate::error::PregelError::InvalidContext(Box::new(source))),
         None => Ok(Some(Arc::new(json))),
     }
 }

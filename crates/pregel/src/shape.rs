@@ -85,3 +85,62 @@ impl IoChannels {
         }
     }
 }
+
+/// Input or output channels by name.
+#[derive(Clone, Debug)]
+pub enum IoSpec {
+    /// One channel.
+    One(String),
+    /// Several channels.
+    Many(Vec<String>),
+    /// Several channels, by the ids their declarations returned (for
+    /// compilers that have them already).
+    Ids(Vec<ChannelId>),
+}
+
+impl From<&str> for IoSpec {
+    fn from(name: &str) -> Self {
+        Self::One(name.to_owned())
+    }
+}
+
+impl<const N: usize> From<[&str; N]> for IoSpec {
+    fn from(names: [&str; N]) -> Self {
+        Self::Many(names.iter().map(|n| (*n).to_owned()).collect())
+    }
+}
+
+impl From<Vec<String>> for IoSpec {
+    fn from(names: Vec<String>) -> Self {
+        Self::Many(names)
+    }
+}
+
+impl GraphShape {
+    /// The channels `spec` names; an unknown name is LangGraph's
+    /// `ValueError` (`Key <name> not in channels`).
+    pub(crate) fn io_channels(&self, spec: &IoSpec) -> crate::error::Result<IoChannels> {
+        let id = |name: &str| {
+            self.channel_id(name).ok_or_else(|| {
+                crate::error::PregelError::InvalidGraph(format!("Key {name} not in channels"))
+            })
+        };
+        Ok(match spec {
+            IoSpec::One(name) => IoChannels::One(id(name)?),
+            IoSpec::Many(names) => IoChannels::Many(
+                names
+                    .iter()
+                    .map(|n| id(n))
+                    .collect::<crate::error::Result<_>>()?,
+            ),
+            IoSpec::Ids(ids) => {
+                if let Some(bad) = ids.iter().find(|c| **c >= self.channel_names.len()) {
+                    return Err(crate::error::PregelError::InvalidGraph(format!(
+                        "unknown channel id {bad}"
+                    )));
+                }
+                IoChannels::Many(ids.clone())
+            }
+        })
+    }
+}

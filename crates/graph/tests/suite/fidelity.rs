@@ -662,3 +662,190 @@ async fn task_config() {
         .unwrap();
     assert_eq!(seen_views(&seen), recorded_views(&expected["time_travel"]));
 }
+
+/// Item 9: `output_keys` for one run: a list of keys gives maps, one key
+/// bare values, in `values` and `updates` chunks and in the output; an
+/// unknown key fails the run.
+#[tokio::test]
+async fn output_keys() {
+    let expected = support::fidelity("output_keys");
+    let mut graph = StateGraph::new(Schema::new().last_value("a").last_value("b"));
+    graph
+        .add_node("n", |_: Json| async {
+            Ok::<_, NodeError>(json!({"a": "A", "b": "B"}))
+        })
+        .unwrap();
+    graph.add_edge(START, "n").unwrap();
+    let app = graph.compile().unwrap();
+    let cfg = RunnableConfig::default();
+    let stream = |keys: stategraph_pregel::IoSpec| {
+        let options = RunOptions::new().output_keys(keys);
+        app.stream_with(
+            json!({"a": "x"}),
+            &cfg,
+            StreamMode::Values | StreamMode::Updates,
+            options,
+        )
+        .map(|chunk| chunk.map(|c| json!([c.mode.as_str(), c.to_json()])))
+        .collect::<Vec<_>>()
+    };
+    let many: Vec<Json> = stream(["a"].into())
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(json!(many), expected["stream_many"]);
+    let one: Vec<Json> = stream("a".into())
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(json!(one), expected["stream_one"]);
+    let invoke = |keys: stategraph_pregel::IoSpec| {
+        app.invoke_with(json!({"a": "x"}), &cfg, RunOptions::new().output_keys(keys))
+    };
+    assert_eq!(
+        invoke(["b"].into()).await.unwrap().to_json().unwrap(),
+        expected["invoke_many"]
+    );
+    assert_eq!(
+        invoke("b".into()).await.unwrap().to_json().unwrap(),
+        expected["invoke_one"]
+    );
+    let refused = stream(["zz"].into()).await;
+    let err = refused.into_iter().find_map(Result::err).unwrap();
+    assert_eq!(
+        json!({"error": err.class(), "message": err.to_string()}),
+        expected["unknown_key"]
+    );
+}
+
+/// Item 9: `push_message` sends the message to the `messages` stream at
+/// once and writes it to the state key with the node's output (both in its
+/// `updates` chunk); with no state key it is only streamed; a message
+/// without an id is a `ValueError`.
+#[tokio::test]
+async fn push_message() {
+    use stategraph_graph::{MessageEvent, MessagesState, MessagesStateUpdate, StreamedMessage};
+    use stategraph_llm::Message;
+
+    let expected = support::fidelity("push_message");
+    let mut graph = StateGraph::typed::<MessagesState>();
+    graph
+        .add_node("node", |_: Json, ctx: TaskContext| async move {
+            ctx.push_message(Message::ai("pushed").with_id("m1"), Some("messages"))?;
+            let returned = Message::ai("returned").with_id("m2");
+            Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![returned]))
+        })
+        .unwrap();
+    graph
+        .add_node("quiet", |_: Json, ctx: TaskContext| async move {
+            ctx.push_message(Message::ai("not-in-state").with_id("m3"), None)?;
+            Ok::<_, NodeError>(json!({}))
+        })
+        .unwrap();
+    graph
+        .add_node("noid", |_: Json, ctx: TaskContext| async move {
+            let err = ctx
+                .push_message(Message::ai("x"), Some("messages"))
+                .unwrap_err();
+            let text = format!("{}: {}", err.class(), err.message());
+            let answer = Message::ai(text).with_id("err");
+            Ok::<_, NodeError>(MessagesStateUpdate::default().messages(vec![answer]))
+        })
+        .unwrap();
+    graph.add_edge(START, "node").unwrap();
+    graph.add_edge("node", "quiet").unwrap();
+    graph.add_edge("quiet", "noid").unwrap();
+    let app = graph
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap();
+    let cfg = RunnableConfig::thread("t");
+    let message =
+        |m: &Message| json!({"type": m.message_type(), "content": m.text(), "id": m.id()});
+    let input = json!({"messages": [{"type": "human", "content": "hi", "id": "h"}]});
+    let chunks: Vec<Json> = app
+        .stream(input, &cfg, StreamMode::Messages | StreamMode::Updates)
+        .map(|chunk| {
+            let chunk = chunk.unwrap();
+            if chunk.mode != StreamMode::Messages {
+                return json!([chunk.mode.as_str(), chunk.to_json()]);
+            }
+            let event = chunk.data.downcast_ref::<MessageEvent>().unwrap();
+            let StreamedMessage::Message(m) = &event.message else {
+                panic!("a chunk")
+            };
+            let at = json!({
+                "langgraph_node": event.metadata["langgraph_node"],
+                "langgraph_step": event.metadata["langgraph_step"],
+            });
+            json!(["messages", message(m), at])
+        })
+        .collect()
+        .await;
+    // Ours writes the pushed message as a list of one (what a typed
+    // messages key takes); LangGraph writes the message itself.
+    let mut recorded = expected["chunks"].clone();
+    let pushed = &mut recorded[2][1]["node"][0]["messages"];
+    *pushed = json!([pushed.take()]);
+    assert_eq!(json!(chunks), recorded);
+    let state = app.get_state(&cfg).await.unwrap().values.to_json().unwrap();
+    let state: MessagesState = serde_json::from_value(state).unwrap();
+    let messages: Vec<Json> = state.messages.iter().map(message).collect();
+    assert_eq!(json!(messages), expected["messages"]);
+}
+
+/// Item 10: a functional task with a cache policy: a second run (another
+/// thread) gets its results from the graph's cache, marked `cached`, and
+/// does not call it; the graph's `clear_cache` leaves task results.
+#[tokio::test]
+async fn task_cache() {
+    use stategraph_graph::{CachePolicy, Entrypoint, InMemoryCache};
+
+    let expected = support::fidelity("task_cache");
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let seen = calls.clone();
+    let app = Entrypoint::new("wf", move |x: i64, _: Option<Value>, ctx: TaskContext| {
+        let calls = seen.clone();
+        async move {
+            let slow = |x: i64| {
+                let calls = calls.clone();
+                ctx.cached_task("slow", &[], CachePolicy::new(), x, move || {
+                    let calls = calls.clone();
+                    async move {
+                        calls.lock().unwrap().push(x);
+                        Ok::<_, NodeError>(x * 2)
+                    }
+                })
+            };
+            let a: i64 = slow(x).await?;
+            let b: i64 = slow(x + 1).await?;
+            Ok::<_, NodeError>(json!(a + b))
+        }
+    })
+    .compile(
+        CompileOptions::new()
+            .checkpointer(InMemorySaver::new())
+            .cache(InMemoryCache::new()),
+    )
+    .unwrap();
+    let run = |thread: &'static str| {
+        let (app, calls) = (&app, &calls);
+        async move {
+            let updates: Vec<Json> = app
+                .stream(
+                    json!(3),
+                    &RunnableConfig::thread(thread),
+                    StreamMode::Updates,
+                )
+                .map(|chunk| chunk.unwrap().to_json())
+                .collect()
+                .await;
+            json!({"updates": updates, "calls": *calls.lock().unwrap()})
+        }
+    };
+    assert_eq!(run("first").await, expected["first"]);
+    assert_eq!(run("second").await, expected["second"]);
+    app.clear_cache(None).unwrap();
+    assert_eq!(run("third").await, expected["after_clear_cache"]);
+}

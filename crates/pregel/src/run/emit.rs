@@ -99,6 +99,16 @@ impl PregelLoop {
             task: &self.ctx,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
+        // What the task pushed while running comes before its output.
+        let key = crate::run_info::TaskKey {
+            node: task.node,
+            push: match task.path {
+                TaskPath::Push(index) => Some(index),
+                TaskPath::Pull(_) | TaskPath::Update(_) => None,
+            },
+            step: self.step,
+        };
+        self.run.take_pushed(key, &mut writes);
         {
             // Left by a writer that failed; usually empty.
             let mut reads = self.fresh_reads.borrow_mut();

@@ -523,12 +523,14 @@ pub(super) fn run_with_retry<'a>(
         return Either::Left(retry::with_retry(name, policies, move |attempt| {
             let mut ctx = ctx.clone();
             ctx.attempt = attempt;
+            forget_failed_attempt(&ctx);
             func(input.clone(), &ctx)
         }));
     };
     Either::Right(retry::with_retry(name, policies, move |attempt| {
         let mut ctx = ctx.clone();
         ctx.attempt = attempt;
+        forget_failed_attempt(&ctx);
         let input = input.clone();
         async move {
             crate::timeout::attempt(name, &policy, |progress| {
@@ -538,6 +540,13 @@ pub(super) fn run_with_retry<'a>(
             .await
         }
     }))
+}
+
+/// A new attempt starts over: what the failed one pushed is dropped.
+fn forget_failed_attempt(ctx: &TaskContext) {
+    if ctx.attempt > 1 {
+        ctx.run.forget_pushed(Some(ctx.key()));
+    }
 }
 
 /// Runs a node that has no retry policy: one attempt, a panic (while the

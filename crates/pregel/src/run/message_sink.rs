@@ -72,6 +72,13 @@ impl TaskMessages {
 }
 
 impl ModelObserver for TaskMessages {
+    fn on_pushed(&self, message: &Message) {
+        // Sent even if seen; its id is then seen, so the task's output
+        // does not send it again.
+        let message = StreamedMessage::Message(message.clone());
+        self.send(&message, &self.node_metadata(), false);
+    }
+
     fn on_chunk(&self, call: &ModelCall<'_>, chunk: &AiMessageChunk) {
         let message = StreamedMessage::Chunk(Box::new(chunk.clone()));
         self.send(&message, &self.model_metadata(call), false);

@@ -243,6 +243,8 @@ impl PregelLoop {
                 [task] if self.persist.is_none() => self.run_lone_task(task, None).await?,
                 _ => self.execute(&mut tasks, put).await?,
             };
+            // Writes pushed by tasks that failed or stopped are not applied.
+            self.run.forget_pushed(None);
             // A resume answer is for the first step after the resume only
             // (a subgraph run inside that step shares it with its parent),
             // and so are the saved results functional tasks replay.

@@ -222,6 +222,18 @@ impl RunStream {
         options: RunOptions,
         delivery: Delivery,
     ) -> Self {
+        let mut options = options;
+        // The run's own output keys, if it has them; an unknown one fails
+        // the run as it starts.
+        let (output, bad_keys) = match options
+            .output_keys
+            .take()
+            .map(|keys| graph.shape.io_channels(&keys))
+        {
+            None => (output, None),
+            Some(Ok(keys)) => (keys, None),
+            Some(Err(err)) => (output, Some(err)),
+        };
         let queue = Arc::new(ChunkQueue::default());
         let printed = if graph.debug {
             options
@@ -262,13 +274,12 @@ impl RunStream {
             _ => None,
         };
         // A graph's own store wins over the one a parent task passes down.
-        let mut options = options;
         if let Some(store) = &graph.store {
             options.store = Some(store.clone());
         }
         // A JSON context is decoded before anything runs; one that does not
         // decode ends the run with that error and no step.
-        let refused = match crate::run_info::resolve_context(
+        let bad_context = match crate::run_info::resolve_context(
             options.context.take(),
             graph.context_type.as_ref(),
         ) {
@@ -278,6 +289,7 @@ impl RunStream {
             }
             Err(err) => Some(err),
         };
+        let refused = bad_keys.or(bad_context);
         let run_info = RunInfo::new(
             graph.shape.clone(),
             graph.clone(),
@@ -296,8 +308,8 @@ impl RunStream {
         let run_loop = PregelLoop::new(graph, run_info);
         let info = run_loop.run.clone();
         let run: Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>> = match refused {
-            None => Box::pin(run_loop.run(input, durability, [before, after])),
             Some(err) => Box::pin(std::future::ready(Err(err))),
+            None => Box::pin(run_loop.run(input, durability, [before, after])),
         };
         Self {
             run: Some(run),
