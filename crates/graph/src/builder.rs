@@ -15,6 +15,8 @@ use crate::{END, GraphError, START};
 pub struct NodeSpec {
     pub(crate) func: NodeFn,
     pub(crate) input_keys: Option<Vec<String>>,
+    // Given with `input_state`: keys the graph adds as private channels.
+    pub(crate) input_schema: Option<Schema>,
     pub(crate) retry: Vec<RetryPolicy>,
     pub(crate) defer: bool,
     pub(crate) destinations: Vec<String>,
@@ -78,6 +80,7 @@ impl NodeSpec {
             subgraph: None,
             func,
             input_keys: None,
+            input_schema: None,
             retry: Vec::new(),
             defer: false,
             destinations: Vec::new(),
@@ -167,6 +170,44 @@ impl NodeSpec {
     #[must_use]
     pub fn input_keys<I: IntoIterator<Item = S>, S: Into<String>>(mut self, keys: I) -> Self {
         self.input_keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Reads the state `P` (LangGraph's node whose first parameter is
+    /// annotated with another schema, as in its private-state pattern):
+    /// the node reads `P`'s keys, and those the graph's state lacks become
+    /// private channels of the graph: any node may write them, `values`
+    /// chunks and `get_state` show them, the graph's input and output do
+    /// not. Python infers this from the annotation; Rust cannot see a
+    /// closure's parameter type when the node is added, so it is declared.
+    ///
+    /// ```
+    /// # use serde::{Deserialize, Serialize};
+    /// use stategraph_graph::{NodeError, NodeSpec, START, State, StateGraph};
+    ///
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Overall { a: String }
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Private { private: String }
+    ///
+    /// let mut graph = StateGraph::typed::<Overall>();
+    /// graph.add_node("node1", |_: Overall| async {
+    ///     Ok::<_, NodeError>(serde_json::json!({"private": "set by node1"}))
+    /// })?;
+    /// let node2 = NodeSpec::new(|p: Private| async move {
+    ///     Ok::<_, NodeError>(OverallUpdate::default().a(format!("{} read by node2", p.private)))
+    /// });
+    /// graph.add_node_spec("node2", node2.input_state::<Private>())?;
+    /// graph.add_edge(START, "node1")?;
+    /// graph.add_edge("node1", "node2")?;
+    /// let app = graph.compile()?;
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn input_state<P: crate::State>(mut self) -> Self {
+        let schema = P::schema();
+        self.input_keys = Some(schema.keys().map(str::to_owned).collect());
+        self.input_schema = Some(schema);
         self
     }
 
@@ -450,6 +491,18 @@ impl StateGraph {
         self
     }
 
+    /// Adds the keys of `schema` the state lacks as private channels: the
+    /// graph's input and output keep the keys they had.
+    fn add_private_keys(&mut self, schema: &Schema) {
+        if schema.keys().all(|key| self.schema.contains(key)) {
+            return;
+        }
+        let public: Vec<String> = self.schema.keys().map(str::to_owned).collect();
+        self.input_keys.get_or_insert_with(|| public.clone());
+        self.output_keys.get_or_insert(public);
+        self.schema.add_missing(schema);
+    }
+
     /// A graph over the typed state `S`: its derived schema, one key per
     /// field (see [`State`](trait@crate::State)).
     pub fn typed<S: crate::State>() -> Self {
@@ -636,6 +689,9 @@ impl StateGraph {
             });
         }
 
+        if let Some(private) = &spec.input_schema {
+            self.add_private_keys(private);
+        }
         if let Some(keys) = &spec.input_keys {
             // A node may read managed keys too.
             let stored = keys

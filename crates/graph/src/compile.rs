@@ -7,7 +7,7 @@
 //! `__pregel_tasks` topic for `Send`s. Each node writes its state update, its
 //! `Command` destinations, then its edges and branches, in that order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use stategraph_channels::{
@@ -23,7 +23,7 @@ use stategraph_pregel::{
 use crate::builder::{Branch, Managed, NodeSpec, StateGraph};
 use crate::compiled::CompiledStateGraph;
 use crate::jsonschema::GraphSchemas;
-use crate::node::Route;
+use crate::node::{Route, RouterFn};
 use crate::start::{InputKeys, StartChannel, for_each_entry};
 use crate::{END, GraphError, START};
 
@@ -420,55 +420,86 @@ fn control_writer(routing: Arc<Routing>) -> Writer {
     })
 }
 
-/// Evaluates a conditional edge on the state with the node's own writes applied.
+/// Evaluates a conditional edge on the state with the node's own writes
+/// applied; an async router's routes are handed over to come later.
 fn branch_writer(
     branch: Branch,
     reads: ReadKeys,
     managed: Vec<(Arc<str>, Managed)>,
     routing: Arc<Routing>,
 ) -> Writer {
+    let path_map = Arc::new(branch.path_map);
     Arc::new(move |ctx: &WriteContext<'_>, writes| {
         let state = add_managed(
             ctx.read_fresh(&reads, writes)?,
             &managed,
             ctx.remaining_steps(),
         );
-        let routes =
-            (branch.router)(Value::new(state), ctx.task()).map_err(|error| PregelError::Node {
-                node: ctx.node().to_owned(),
-                error,
-            })?;
-        for route in routes {
-            match route {
-                Route::Send(send) => {
-                    if send.node == END {
-                        return Err(PregelError::InvalidUpdate(
-                            "Cannot send a packet to the END node".into(),
-                        ));
-                    }
-                    writes.push((routing.tasks_channel, Value::new(send)));
-                }
-                Route::To(key) => {
-                    let node = match &branch.path_map {
-                        Some(map) => map.get(&key).cloned().ok_or_else(|| PregelError::Node {
-                            node: ctx.node().to_owned(),
-                            error: NodeError::new("KeyError", format!("'{key}'")),
-                        })?,
-                        None => key,
-                    };
-                    if node == START {
-                        return Err(PregelError::Node {
-                            node: ctx.node().to_owned(),
-                            error: NodeError::new(
-                                "ValueError",
-                                "Branch did not return a valid destination",
-                            ),
-                        });
-                    }
-                    writes.extend(routing.goto(&node));
-                }
+        let node: Arc<str> = Arc::from(ctx.node());
+        let failed = |error| PregelError::Node {
+            node: node.to_string(),
+            error,
+        };
+        match &branch.router {
+            RouterFn::Sync(router) => {
+                let routes = router(Value::new(state), ctx.task()).map_err(failed)?;
+                writes.extend(route_writes(routes, &path_map, &node, &routing)?);
+            }
+            RouterFn::Async(router) => {
+                let routes = router(Value::new(state), ctx.task());
+                let (path_map, routing) = (path_map.clone(), routing.clone());
+                ctx.defer(Box::pin(async move {
+                    let routes = routes.await.map_err(|error| PregelError::Node {
+                        node: node.to_string(),
+                        error,
+                    })?;
+                    route_writes(routes, &path_map, &node, &routing)
+                }));
             }
         }
         Ok(())
     })
+}
+
+/// The writes of a router's routes: `Send`s to the tasks channel, node
+/// names (through the path map) to their trigger channels.
+fn route_writes(
+    routes: Vec<Route>,
+    path_map: &Option<BTreeMap<String, String>>,
+    node: &str,
+    routing: &Routing,
+) -> Result<Vec<(ChannelId, Value)>, PregelError> {
+    let mut writes = Vec::with_capacity(routes.len());
+    for route in routes {
+        match route {
+            Route::Send(send) => {
+                if send.node == END {
+                    return Err(PregelError::InvalidUpdate(
+                        "Cannot send a packet to the END node".into(),
+                    ));
+                }
+                writes.push((routing.tasks_channel, Value::new(send)));
+            }
+            Route::To(key) => {
+                let target = match path_map {
+                    Some(map) => map.get(&key).cloned().ok_or_else(|| PregelError::Node {
+                        node: node.to_owned(),
+                        error: NodeError::new("KeyError", format!("'{key}'")),
+                    })?,
+                    None => key,
+                };
+                if target == START {
+                    return Err(PregelError::Node {
+                        node: node.to_owned(),
+                        error: NodeError::new(
+                            "ValueError",
+                            "Branch did not return a valid destination",
+                        ),
+                    });
+                }
+                writes.extend(routing.goto(&target));
+            }
+        }
+    }
+    Ok(writes)
 }

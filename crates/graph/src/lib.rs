@@ -24,8 +24,8 @@ pub use error::GraphError;
 pub use func::{Entrypoint, EntrypointOutput, Final};
 pub use messages::{MessagesState, MessagesStateUpdate, MessagesStateView};
 pub use node::{
-    Blocking, FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route, RouterFn,
-    blocking,
+    AsyncRouter, Blocking, FromInput, IntoNode, IntoNodeOutput, IntoRouter, IntoRoutes, Route,
+    RouteOutput, RouterFn, SyncRouter, blocking,
 };
 pub use schema::Schema;
 pub use state::State;

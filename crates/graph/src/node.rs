@@ -3,6 +3,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use serde::de::DeserializeOwned;
 use stategraph_core::Value;
 use stategraph_pregel::{
@@ -345,20 +347,73 @@ impl<T: IntoRoutes, const N: usize> IntoRoutes for [T; N] {
     }
 }
 
+/// What an async router's future gives: routes ([`IntoRoutes`]), or a
+/// `Result` of them whose error fails the task (LangGraph's router that
+/// raises).
+pub trait RouteOutput {
+    /// The routes, or the error.
+    ///
+    /// # Errors
+    /// The router's own.
+    fn into_route_result(self) -> Result<Vec<Route>, NodeError>;
+
+    /// The destinations its routes can name ([`IntoRoutes::destinations`]).
+    fn destinations() -> Option<&'static [&'static str]>
+    where
+        Self: Sized;
+}
+
+impl<R: IntoRoutes> RouteOutput for R {
+    fn into_route_result(self) -> Result<Vec<Route>, NodeError> {
+        Ok(self.into_routes())
+    }
+
+    fn destinations() -> Option<&'static [&'static str]> {
+        R::destinations()
+    }
+}
+
+impl<R: IntoRoutes, E: Into<NodeError>> RouteOutput for Result<R, E> {
+    fn into_route_result(self) -> Result<Vec<Route>, NodeError> {
+        self.map(IntoRoutes::into_routes).map_err(Into::into)
+    }
+
+    fn destinations() -> Option<&'static [&'static str]> {
+        R::destinations()
+    }
+}
+
 /// A router: reads the state (with its node's own writes applied) and returns
 /// destinations. Any [`FromInput`] type can be its input.
 /// It also gets the run's context (its config, store and typed context).
-pub type RouterFn =
-    Arc<dyn Fn(Value, &TaskContext) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync>;
+#[derive(Clone)]
+pub enum RouterFn {
+    /// Routes at once.
+    Sync(Arc<SyncRouter>),
+    /// Routes when its future is done (LangGraph's `async def` router).
+    Async(Arc<AsyncRouter>),
+}
+
+/// A router that routes at once.
+pub type SyncRouter =
+    dyn Fn(Value, &TaskContext) -> Result<Vec<Route>, NodeError> + std::marker::Send + Sync;
+
+/// A router whose routes come from a future.
+pub type AsyncRouter = dyn Fn(Value, &TaskContext) -> BoxFuture<'static, Result<Vec<Route>, NodeError>>
+    + std::marker::Send
+    + Sync;
 
 /// A function usable as a router: `fn(&input) -> routes`,
 /// `fn(input) -> routes`, `fn(&input, &TaskContext) -> routes` (LangGraph's
-/// `(state, runtime)`: the run's config, store and typed context) or
-/// `fn(&input, &RunnableConfig) -> routes` (LangGraph's `(state, config)`).
+/// `(state, runtime)`: the run's config, store and typed context),
+/// `fn(&input, &RunnableConfig) -> routes` (LangGraph's `(state, config)`),
+/// or async: `async fn(input) -> routes` and
+/// `async fn(input, TaskContext) -> routes` (LangGraph's `async def`
+/// routers; the task's writes are saved and applied once it is done).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a router",
     label = "not a router",
-    note = "a router is a function `fn(&input) -> routes`, `fn(input) -> routes`, `fn(&input, &TaskContext) -> routes` or `fn(&input, &RunnableConfig) -> routes`, where the input is `FromInput` (a `&{{Name}}View`, `ChannelValues`, a `Deserialize` type) and the routes a node name, a `bool`, a `Send`, or a `Vec` of these"
+    note = "a router is a function `fn(&input) -> routes`, `fn(input) -> routes`, `fn(&input, &TaskContext) -> routes`, `fn(&input, &RunnableConfig) -> routes`, or an async `fn(input) -> routes` or `fn(input, TaskContext) -> routes`, where the input is `FromInput` (a `&{{Name}}View`, `ChannelValues`, a `Deserialize` type) and the routes a node name, a `bool`, a `Send`, or a `Vec` of these"
 )]
 pub trait IntoRouter<Marker>: std::marker::Send + Sync + 'static {
     /// Boxes the router.
@@ -397,10 +452,10 @@ macro_rules! router_form {
             R: IntoRoutes,
         {
             fn into_router(self) -> RouterFn {
-                Arc::new(move |input, ctx| {
+                RouterFn::Sync(Arc::new(move |input, ctx| {
                     let ($f, $input, $ctx) = (&self, I::from_input(input)?, ctx);
                     Ok($call.into_routes())
-                })
+                }))
             }
 
             fn destinations() -> Option<&'static [&'static str]> {
@@ -421,6 +476,49 @@ router_form!(
     ByRefWithConfig,
     [Fn(&I, &stategraph_core::RunnableConfig) -> R],
     |f, input, ctx| f(&input, ctx.config())
+);
+
+/// Marker for async routers taking their input by value.
+pub struct AsyncByValue;
+/// Marker for async routers taking their input by value and the task's
+/// context.
+pub struct AsyncWithContext;
+
+/// Implements `IntoRouter` for one async router form, as `router_form!`.
+macro_rules! async_router_form {
+    ($marker:ident, [$($bound:tt)+], |$f:ident, $input:ident, $ctx:pat_param| $call:expr) => {
+        impl<F, I, Fut> IntoRouter<($marker, I, Fut)> for F
+        where
+            F: $($bound)+ + std::marker::Send + Sync + 'static,
+            I: FromInput,
+            Fut: Future + std::marker::Send + 'static,
+            Fut::Output: RouteOutput,
+        {
+            fn into_router(self) -> RouterFn {
+                RouterFn::Async(Arc::new(move |input, ctx| {
+                    let ($f, $ctx) = (&self, ctx);
+                    match I::from_input(input) {
+                        Ok($input) => {
+                            let routes = $call;
+                            Box::pin(async move { routes.await.into_route_result() })
+                        }
+                        Err(err) => Box::pin(std::future::ready(Err(err))),
+                    }
+                }))
+            }
+
+            fn destinations() -> Option<&'static [&'static str]> {
+                <Fut::Output as RouteOutput>::destinations()
+            }
+        }
+    };
+}
+
+async_router_form!(AsyncByValue, [Fn(I) -> Fut], |f, input, _| f(input));
+async_router_form!(
+    AsyncWithContext,
+    [Fn(I, TaskContext) -> Fut],
+    |f, input, ctx| f(input, ctx.clone())
 );
 
 /// Marker for a compiled graph used as a node.

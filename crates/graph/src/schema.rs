@@ -132,6 +132,20 @@ impl Schema {
         &self.keys
     }
 
+    /// Adds the keys of `other` this schema lacks, with their channels and
+    /// value schemas.
+    pub(crate) fn add_missing(&mut self, other: &Schema) {
+        for (key, channel) in &other.keys {
+            if self.contains(key) {
+                continue;
+            }
+            self.keys.push((key.clone(), channel.clone()));
+            if let Some(json) = other.key_json_schema(key) {
+                Arc::make_mut(&mut self.json).push((key.clone(), json.clone()));
+            }
+        }
+    }
+
     pub(crate) fn check_keys<'a>(
         &self,
         what: &str,

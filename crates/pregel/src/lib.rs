@@ -33,8 +33,8 @@ pub use error::{NodeError, NodeFailure, PregelError, Result};
 pub use graph::{NodeBuilder, Pregel, PregelBuilder};
 pub use interrupt::{Interrupt, Interrupted};
 pub use node::{
-    FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode, ReadKeys, Reads,
-    WriteContext, Writer, node_fn, node_future,
+    DeferredWrites, FreshReader, NODE_FUTURE_INLINE, NodeFn, NodeFuture, NodeOutput, PregelNode,
+    ReadKeys, Reads, WriteContext, Writer, node_fn, node_future,
 };
 pub use options::CompileOptions;
 pub use retry::{RetryOn, RetryPolicy};

@@ -95,7 +95,12 @@ pub struct WriteContext<'a> {
     pub(crate) node: &'a str,
     pub(crate) remaining_steps: i64,
     pub(crate) task: &'a TaskContext,
+    pub(crate) deferred: &'a std::cell::RefCell<Vec<DeferredWrites>>,
 }
+
+/// Writes a writer hands over to come later (see [`WriteContext::defer`]).
+pub type DeferredWrites =
+    futures::future::BoxFuture<'static, Result<Vec<(ChannelId, Value)>, PregelError>>;
 
 /// Reads channels with the current task's own writes applied (what a
 /// conditional edge sees).
@@ -130,6 +135,13 @@ impl WriteContext<'_> {
     /// read too).
     pub fn remaining_steps(&self) -> i64 {
         self.remaining_steps
+    }
+
+    /// Hands over writes that come later (an async router's routes): the
+    /// task's writes are saved and applied once `writes` is done, and the
+    /// run fails with its error if it fails.
+    pub fn defer(&self, writes: DeferredWrites) {
+        self.deferred.borrow_mut().push(writes);
     }
 
     /// The id of a channel, if the graph has it.

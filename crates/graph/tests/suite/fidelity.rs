@@ -17,6 +17,7 @@ use stategraph_graph::{
     Command, CompileOptions, CompiledStateGraph, NodeError, NodeSpec, RunOptions, START, Schema,
     Send, StateGraph, StateSnapshot, StreamMode, TaskContext,
 };
+use stategraph_pregel::PregelError;
 
 /// A snapshot in the recorders' shape: interrupts by the value they ask.
 fn snapshot(state: &StateSnapshot) -> Json {
@@ -848,4 +849,153 @@ async fn task_cache() {
     assert_eq!(run("second").await, expected["second"]);
     app.clear_cache(None).unwrap();
     assert_eq!(run("third").await, expected["after_clear_cache"]);
+}
+
+/// Item 8: async routers route by name through a path map and by `Send`,
+/// with the task's writes applied once they are done; one that fails fails
+/// the run with its error.
+#[tokio::test]
+async fn async_router() {
+    let expected = support::fidelity("async_router");
+    let build = |router_kind: &str| {
+        let mut graph = StateGraph::new(Schema::new().last_value("n").append("log"));
+        graph
+            .add_node("start", |_: Json| async {
+                Ok::<_, NodeError>(json!({"log": ["start"]}))
+            })
+            .unwrap();
+        for name in ["e", "o"] {
+            graph
+                .add_node(name, move |_: Json| async move {
+                    Ok::<_, NodeError>(json!({"log": [name]}))
+                })
+                .unwrap();
+        }
+        graph
+            .add_node("item", |s: Json| async move {
+                Ok::<_, NodeError>(json!({"log": [format!("item{}", s["n"])]}))
+            })
+            .unwrap();
+        graph.add_edge(START, "start").unwrap();
+        let parity = stategraph_graph::PathMap::from([("even", "e"), ("odd", "o")]);
+        match router_kind {
+            "parity" => graph.add_conditional_edges(
+                "start",
+                |s: Json| async move {
+                    tokio::task::yield_now().await;
+                    if s["n"].as_i64().unwrap() % 2 == 0 {
+                        "even"
+                    } else {
+                        "odd"
+                    }
+                },
+                Some(parity),
+            ),
+            "fan" => graph.add_conditional_edges(
+                "start",
+                |s: Json, _ctx: TaskContext| async move {
+                    let n = s["n"].as_i64().unwrap();
+                    (0..n)
+                        .map(|i| Send::new("item", json!({"n": i})))
+                        .collect::<Vec<_>>()
+                },
+                Some(stategraph_graph::PathMap::from(["item"])),
+            ),
+            _ => graph.add_conditional_edges(
+                "start",
+                |_: Json| async move { Err::<&str, _>(NodeError::new("ValueError", "no route")) },
+                Some(stategraph_graph::PathMap::from(["e"])),
+            ),
+        }
+        .unwrap();
+        graph.compile().unwrap()
+    };
+    let cfg = RunnableConfig::default();
+    let parity = build("parity");
+    let even = parity
+        .invoke(json!({"n": 2, "log": []}), &cfg)
+        .await
+        .unwrap();
+    assert_eq!(even.to_json().unwrap(), expected["even"]);
+    let odd: Vec<Json> = parity
+        .stream(json!({"n": 3, "log": []}), &cfg, StreamMode::Updates)
+        .map(|c| c.unwrap().to_json())
+        .collect()
+        .await;
+    assert_eq!(json!(odd), expected["odd_updates"]);
+    let sends = build("fan")
+        .invoke(json!({"n": 3, "log": []}), &cfg)
+        .await
+        .unwrap();
+    assert_eq!(sends.to_json().unwrap(), expected["sends"]);
+    let err = build("boom")
+        .invoke(json!({"n": 1, "log": []}), &cfg)
+        .await
+        .unwrap_err();
+    let PregelError::Node { error, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        json!({"error": error.class(), "message": error.message()}),
+        expected["raises"]
+    );
+}
+
+/// Item 5: a node reading another state (`NodeSpec::input_state`, LangGraph's
+/// input annotation): its keys become private channels, shown in `values`
+/// chunks and `get_state`, not in the output or the input and output
+/// schemas.
+#[tokio::test]
+async fn private_state() {
+    use serde::{Deserialize, Serialize};
+    use stategraph_graph::State;
+
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    struct Overall {
+        a: String,
+    }
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    struct Private {
+        private: String,
+    }
+
+    let expected = support::fidelity("private_state");
+    let mut graph = StateGraph::typed::<Overall>();
+    graph
+        .add_node("node1", |_: Json| async {
+            Ok::<_, NodeError>(json!({"private": "set by node1", "a": "A"}))
+        })
+        .unwrap();
+    let node2 = NodeSpec::new(|p: Private| async move {
+        Ok::<_, NodeError>(OverallUpdate::default().a(format!("{} read by node2", p.private)))
+    });
+    graph
+        .add_node_spec("node2", node2.input_state::<Private>())
+        .unwrap();
+    graph.add_edge(START, "node1").unwrap();
+    graph.add_edge("node1", "node2").unwrap();
+    let app = graph
+        .compile_with(CompileOptions::new().checkpointer(InMemorySaver::new()))
+        .unwrap();
+    let cfg = RunnableConfig::thread("t");
+    let chunks = chunks(&app, json!({"a": "x"}), &cfg).await;
+    assert_eq!(json!(chunks), expected["chunks"]);
+    let out = app
+        .invoke(json!({"a": "y"}), &RunnableConfig::thread("t2"))
+        .await
+        .unwrap();
+    assert_eq!(out.to_json().unwrap(), expected["invoke"]);
+    let state = app.get_state(&cfg).await.unwrap();
+    assert_eq!(state.values.to_json().unwrap(), expected["state"]);
+    let keys = |schema: Json| -> Json {
+        json!(
+            schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>()
+        )
+    };
+    assert_eq!(keys(app.input_jsonschema()), expected["input_keys"]);
+    assert_eq!(keys(app.output_jsonschema()), expected["output_keys"]);
 }

@@ -90,6 +90,7 @@ impl PregelLoop {
     pub(super) fn finish_task(&self, task: &mut Task, output: &NodeOutput) -> Result<()> {
         let node = &self.graph.nodes[task.node];
         let name = self.graph.shape.node_name(task.node);
+        let deferred = std::cell::RefCell::new(Vec::new());
         let ctx = WriteContext {
             output,
             graph: &self.graph.shape,
@@ -97,6 +98,7 @@ impl PregelLoop {
             node: name,
             remaining_steps: self.stop - self.step,
             task: &self.ctx,
+            deferred: &deferred,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         // What the task pushed while running comes before its output.
@@ -126,7 +128,9 @@ impl PregelLoop {
         }
         drop(reads);
         task.writes = writes;
-        if self.graph.caches_writes_of(task.node) {
+        task.deferred = deferred.into_inner();
+        // With writes still to come, the cache waits for them (`route`).
+        if self.graph.caches_writes_of(task.node) && task.deferred.is_empty() {
             self.store_cached_writes(task);
         }
         if node.hidden {

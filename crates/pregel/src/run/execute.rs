@@ -156,7 +156,10 @@ impl PregelLoop {
             task.node = handler;
         }
         let lent = result.is_ok() && self.lend_fresh_reads(task);
-        let committed = self.commit(task, result, saves);
+        let mut committed = self.commit(task, result, saves);
+        if committed.is_ok() && !task.deferred.is_empty() {
+            committed = Box::pin(self.route(task, saves)).await.map(|()| false);
+        }
         if lent {
             self.return_lent(task);
         }
@@ -186,6 +189,9 @@ impl PregelLoop {
             } else {
                 let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
                 interrupted |= self.commit(task, Ok(output), saves)?;
+                if !task.deferred.is_empty() {
+                    Box::pin(self.route(task, saves)).await?;
+                }
             }
         }
         let limit = self
@@ -204,6 +210,9 @@ impl PregelLoop {
                 task.node = handler;
             }
             interrupted |= self.commit(task, result, saves)?;
+            if !task.deferred.is_empty() {
+                Box::pin(self.route(task, saves)).await?;
+            }
             if let Some(next) = waiting.next() {
                 running.push(self.start_task(&mut tasks[next], next));
             }
@@ -288,7 +297,8 @@ impl PregelLoop {
         let error = match result {
             Ok(output) => {
                 self.finish_task(task, &output)?;
-                if self.persist.is_some() {
+                // With writes still to come, `route` records the outcome.
+                if self.persist.is_some() && task.deferred.is_empty() {
                     self.record_outcome(task, Outcome::Wrote, saves);
                 }
                 return Ok(false);
@@ -303,6 +313,25 @@ impl PregelLoop {
         }
         self.record_outcome(task, Outcome::Failed(error.repr()), saves);
         Err(self.task_failed(task, error))
+    }
+
+    /// Awaits the writes a committed task's writers handed over (its async
+    /// routers' routes), then records its outcome as `commit` does.
+    pub(super) async fn route(
+        &mut self,
+        task: &mut Task,
+        saves: Option<&WriteSender>,
+    ) -> Result<()> {
+        for writes in std::mem::take(&mut task.deferred) {
+            task.writes.extend(writes.await?);
+        }
+        if self.graph.caches_writes_of(task.node) {
+            self.store_cached_writes(task);
+        }
+        if self.persist.is_some() {
+            self.record_outcome(task, Outcome::Wrote, saves);
+        }
+        Ok(())
     }
 
     /// Keeps a task's outcome and sends it to be saved, in a run with a

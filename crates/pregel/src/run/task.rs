@@ -63,6 +63,7 @@ impl Task {
             outcome: None,
             messages: None,
             fresh: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -96,6 +97,8 @@ pub(super) struct Task {
     // The channels a conditional edge of the task read fresh: the step's
     // commit reuses them when the task is their only writer.
     pub(super) fresh: Vec<FreshCopy>,
+    // Writes its writers handed over to come later (async routers).
+    pub(super) deferred: Vec<crate::node::DeferredWrites>,
 }
 
 /// A channel with a task's writes applied, as a conditional edge read it

@@ -397,6 +397,10 @@ impl PregelLoop {
             task.node = node;
             task.path = TaskPath::Update(index);
             self.finish_task(&mut task, &output)?;
+            // An async router's routes.
+            for writes in std::mem::take(&mut task.deferred) {
+                task.writes.extend(writes.await?);
+            }
             tasks.push(task);
             ids.push(id);
         }
