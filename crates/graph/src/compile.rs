@@ -443,7 +443,7 @@ fn branch_writer(
         match &branch.router {
             RouterFn::Sync(router) => {
                 let routes = router(Value::new(state), ctx.task()).map_err(failed)?;
-                writes.extend(route_writes(routes, &path_map, &node, &routing)?);
+                route_writes(routes, &path_map, &node, &routing, writes)?;
             }
             RouterFn::Async(router) => {
                 let routes = router(Value::new(state), ctx.task());
@@ -453,7 +453,9 @@ fn branch_writer(
                         node: node.to_string(),
                         error,
                     })?;
-                    route_writes(routes, &path_map, &node, &routing)
+                    let mut writes = Vec::new();
+                    route_writes(routes, &path_map, &node, &routing, &mut writes)?;
+                    Ok(writes)
                 }));
             }
         }
@@ -461,15 +463,15 @@ fn branch_writer(
     })
 }
 
-/// The writes of a router's routes: `Send`s to the tasks channel, node
-/// names (through the path map) to their trigger channels.
+/// Adds the writes of a router's routes: `Send`s to the tasks channel,
+/// node names (through the path map) to their trigger channels.
 fn route_writes(
     routes: Vec<Route>,
     path_map: &Option<BTreeMap<String, String>>,
     node: &str,
     routing: &Routing,
-) -> Result<Vec<(ChannelId, Value)>, PregelError> {
-    let mut writes = Vec::with_capacity(routes.len());
+    writes: &mut Vec<(ChannelId, Value)>,
+) -> Result<(), PregelError> {
     for route in routes {
         match route {
             Route::Send(send) => {
@@ -501,5 +503,5 @@ fn route_writes(
             }
         }
     }
-    Ok(writes)
+    Ok(())
 }

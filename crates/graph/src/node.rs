@@ -537,7 +537,7 @@ impl IntoNode<Subgraph> for crate::CompiledStateGraph {
             node_future(async move {
                 match graph
                     .pregel()
-                    .invoke_parts(input, ctx.config(), ctx.subgraph_options())
+                    .invoke_parts(input, ctx.run_config(), ctx.subgraph_options())
                     .await
                 {
                     // The subgraph stopped on interrupts: so does this task.

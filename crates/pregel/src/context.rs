@@ -293,13 +293,20 @@ impl TaskContext {
             .get_or_init(|| Arc::new(self.build_config()))
     }
 
-    /// The task's namespace: `node:task_id` after the run's own.
-    pub(crate) fn namespace(&self) -> String {
+    /// The config the run was started with (a subgraph's: its parent's
+    /// run's); [`TaskContext::config`] is this task's own.
+    pub fn run_config(&self) -> &RunnableConfig {
+        &self.run.config
+    }
+
+    /// The task's namespace: `node:task_id` after `outer`, the namespace of
+    /// the run's (`base`) config.
+    fn namespace_in(&self, base: &RunnableConfig) -> String {
         if let Some(pad) = &self.pad {
             return pad.namespace().to_owned();
         }
         let own = format!("{}:{}", self.node(), self.task_id());
-        match self.run.config.checkpoint_ns() {
+        match base.checkpoint_ns() {
             "" => own,
             outer => format!("{outer}|{own}"),
         }
@@ -314,10 +321,13 @@ impl TaskContext {
     }
 
     fn build_config(&self) -> RunnableConfig {
-        let run = &self.run.config;
+        // A subgraph's tasks derive theirs from the parent task's config,
+        // made only now that one of them asks.
+        let parent = self.run.parent_config.as_ref().map(|parent| parent());
+        let run = parent.as_deref().unwrap_or(&self.run.config);
         let mut config = run.clone();
         config.metadata = propagated_metadata(run);
-        let namespace = self.namespace();
+        let namespace = self.namespace_in(run);
         // The enclosing namespaces' checkpoints, and this run's.
         let map = config
             .configurable
@@ -523,9 +533,11 @@ impl TaskContext {
             }
             _ => None,
         };
+        let task = self.clone();
         RunOptions {
             nested: true,
             parent,
+            parent_config: Some(Arc::new(move || task.shared_config().clone())),
             // The root stream prints forwarded chunks.
             print: StreamModes::NONE,
             interrupt_before: None,

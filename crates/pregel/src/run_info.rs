@@ -83,6 +83,9 @@ pub(crate) struct RunInfo {
     /// The modes some sink wants (asked at every step: one bit test).
     pub(crate) modes: StreamModes,
     pub(crate) seed: u64,
+    /// For a subgraph run: the parent task's config, which its tasks'
+    /// configs derive from (made when one asks).
+    pub(crate) parent_config: Option<ParentConfig>,
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
     /// The long-term memory store tasks see.
     pub(crate) store: Option<stategraph_store::SharedStore>,
@@ -117,6 +120,9 @@ pub(crate) struct RunInfo {
     pub(crate) pushed: Mutex<Vec<PushedWrite>>,
     pub(crate) pushed_any: std::sync::atomic::AtomicBool,
 }
+
+/// The config of the task a subgraph runs in, made when first asked for.
+pub(crate) type ParentConfig = Arc<dyn Fn() -> Arc<RunnableConfig> + Send + Sync>;
 
 /// Which task of a run: its node, its `Send` index if a push task, its step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +232,7 @@ impl RunInfo {
             forward,
             modes,
             seed: stategraph_core::random_u64() >> 11,
+            parent_config: options.parent_config.clone(),
             context: options.context.clone(),
             store: options.store.clone(),
             subgraphs: options.subgraphs,
@@ -255,15 +262,18 @@ impl RunInfo {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// Whether a task may have made writes while running.
+    #[inline]
+    pub(crate) fn has_pushed(&self) -> bool {
+        self.pushed_any.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Moves the writes `task` made while running into `writes`.
     pub(crate) fn take_pushed(
         &self,
         task: TaskKey,
         writes: &mut Vec<(crate::shape::ChannelId, Value)>,
     ) {
-        if !self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
-            return;
-        }
         let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
         let mut kept = Vec::with_capacity(pushed.len());
         for write in pushed.drain(..) {
@@ -279,10 +289,14 @@ impl RunInfo {
     /// Drops the writes made while running by `task` (a new attempt
     /// starts over), or by every task (`None`: the step is over, and what
     /// is left belongs to tasks that failed or stopped).
+    #[inline]
     pub(crate) fn forget_pushed(&self, task: Option<TaskKey>) {
-        if !self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
-            return;
+        if self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
+            self.forget_pushed_now(task);
         }
+    }
+
+    fn forget_pushed_now(&self, task: Option<TaskKey>) {
         let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
         match task {
             Some(task) => pushed.retain(|write| write.task != task),
@@ -433,6 +447,8 @@ impl RunInfo {
 #[derive(Clone, Default)]
 pub struct RunOptions {
     pub(crate) context: Option<Arc<dyn Any + Send + Sync>>,
+    // Set for a subgraph run inside a task: that task's config.
+    pub(crate) parent_config: Option<ParentConfig>,
     pub(crate) subgraphs: bool,
     pub(crate) forward: Option<Forward>,
     // Set for the run of a subgraph inside a parent's task.

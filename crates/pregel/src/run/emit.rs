@@ -90,7 +90,6 @@ impl PregelLoop {
     pub(super) fn finish_task(&self, task: &mut Task, output: &NodeOutput) -> Result<()> {
         let node = &self.graph.nodes[task.node];
         let name = self.graph.shape.node_name(task.node);
-        let deferred = std::cell::RefCell::new(Vec::new());
         let ctx = WriteContext {
             output,
             graph: &self.graph.shape,
@@ -98,19 +97,21 @@ impl PregelLoop {
             node: name,
             remaining_steps: self.stop - self.step,
             task: &self.ctx,
-            deferred: &deferred,
+            deferred: &self.routes,
         };
         let mut writes = self.write_pool.borrow_mut().pop().unwrap_or_default();
         // What the task pushed while running comes before its output.
-        let key = crate::run_info::TaskKey {
-            node: task.node,
-            push: match task.path {
-                TaskPath::Push(index) => Some(index),
-                TaskPath::Pull(_) | TaskPath::Update(_) => None,
-            },
-            step: self.step,
-        };
-        self.run.take_pushed(key, &mut writes);
+        if self.run.has_pushed() {
+            let key = crate::run_info::TaskKey {
+                node: task.node,
+                push: match task.path {
+                    TaskPath::Push(index) => Some(index),
+                    TaskPath::Pull(_) | TaskPath::Update(_) => None,
+                },
+                step: self.step,
+            };
+            self.run.take_pushed(key, &mut writes);
+        }
         {
             // Left by a writer that failed; usually empty.
             let mut reads = self.fresh_reads.borrow_mut();
@@ -128,9 +129,8 @@ impl PregelLoop {
         }
         drop(reads);
         task.writes = writes;
-        task.deferred = deferred.into_inner();
         // With writes still to come, the cache waits for them (`route`).
-        if self.graph.caches_writes_of(task.node) && task.deferred.is_empty() {
+        if self.graph.caches_writes_of(task.node) && !self.routes_pending() {
             self.store_cached_writes(task);
         }
         if node.hidden {

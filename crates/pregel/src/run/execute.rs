@@ -157,7 +157,7 @@ impl PregelLoop {
         }
         let lent = result.is_ok() && self.lend_fresh_reads(task);
         let mut committed = self.commit(task, result, saves);
-        if committed.is_ok() && !task.deferred.is_empty() {
+        if committed.is_ok() && self.routes_pending() {
             committed = Box::pin(self.route(task, saves)).await.map(|()| false);
         }
         if lent {
@@ -189,7 +189,7 @@ impl PregelLoop {
             } else {
                 let output = passthrough(&task.input.clone().unwrap_or_else(Value::null));
                 interrupted |= self.commit(task, Ok(output), saves)?;
-                if !task.deferred.is_empty() {
+                if self.routes_pending() {
                     Box::pin(self.route(task, saves)).await?;
                 }
             }
@@ -210,7 +210,7 @@ impl PregelLoop {
                 task.node = handler;
             }
             interrupted |= self.commit(task, result, saves)?;
-            if !task.deferred.is_empty() {
+            if self.routes_pending() {
                 Box::pin(self.route(task, saves)).await?;
             }
             if let Some(next) = waiting.next() {
@@ -298,7 +298,7 @@ impl PregelLoop {
             Ok(output) => {
                 self.finish_task(task, &output)?;
                 // With writes still to come, `route` records the outcome.
-                if self.persist.is_some() && task.deferred.is_empty() {
+                if self.persist.is_some() && !self.routes_pending() {
                     self.record_outcome(task, Outcome::Wrote, saves);
                 }
                 return Ok(false);
@@ -315,6 +315,11 @@ impl PregelLoop {
         Err(self.task_failed(task, error))
     }
 
+    /// Whether the task just finished left writes to come (async routes).
+    pub(super) fn routes_pending(&self) -> bool {
+        !self.routes.borrow().is_empty()
+    }
+
     /// Awaits the writes a committed task's writers handed over (its async
     /// routers' routes), then records its outcome as `commit` does.
     pub(super) async fn route(
@@ -322,7 +327,8 @@ impl PregelLoop {
         task: &mut Task,
         saves: Option<&WriteSender>,
     ) -> Result<()> {
-        for writes in std::mem::take(&mut task.deferred) {
+        let routes = std::mem::take(self.routes.get_mut());
+        for writes in routes {
             task.writes.extend(writes.await?);
         }
         if self.graph.caches_writes_of(task.node) {

@@ -93,6 +93,9 @@ pub(super) struct PregelLoop {
     // has not been sent yet. Kept: fanout_to_subgraph_100x is 7.8% faster
     // with it (3.313 vs 3.555 ms, issue 22).
     pub(super) held_values: std::cell::RefCell<Option<Vec<Option<Value>>>>,
+    // The writes the last finished task's writers handed over to come
+    // later (its async routers' routes), until `route` awaits them.
+    pub(super) routes: std::cell::RefCell<Vec<crate::node::DeferredWrites>>,
 }
 
 impl PregelLoop {
@@ -157,6 +160,7 @@ impl PregelLoop {
             interrupt_seen: vec![None; count],
             input_seen: false,
             held_values: std::cell::RefCell::new(None),
+            routes: std::cell::RefCell::new(Vec::new()),
             graph,
         }
     }

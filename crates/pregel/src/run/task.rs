@@ -11,6 +11,7 @@ use serde::Serialize;
 use stategraph_core::Value;
 use std::sync::Arc;
 /// Points a context at a task of step `step` in a run that stops at `stop`.
+#[inline]
 pub(super) fn fill_task_context(ctx: &mut TaskContext, task: &Task, step: i64, stop: i64) {
     ctx.node = task.node;
     ctx.step = step;
@@ -21,7 +22,9 @@ pub(super) fn fill_task_context(ctx: &mut TaskContext, task: &Task, step: i64, s
     ctx.remaining_steps = stop - step;
     ctx.pad.clone_from(&task.pad);
     // The previous task's config, if it asked for it.
-    ctx.task_config.take();
+    if ctx.task_config.get().is_some() {
+        ctx.task_config.take();
+    }
 }
 
 /// Where a task comes from; orders the application of writes.
@@ -63,7 +66,6 @@ impl Task {
             outcome: None,
             messages: None,
             fresh: Vec::new(),
-            deferred: Vec::new(),
         }
     }
 
@@ -97,8 +99,6 @@ pub(super) struct Task {
     // The channels a conditional edge of the task read fresh: the step's
     // commit reuses them when the task is their only writer.
     pub(super) fresh: Vec<FreshCopy>,
-    // Writes its writers handed over to come later (async routers).
-    pub(super) deferred: Vec<crate::node::DeferredWrites>,
 }
 
 /// A channel with a task's writes applied, as a conditional edge read it

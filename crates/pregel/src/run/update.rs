@@ -398,7 +398,8 @@ impl PregelLoop {
             task.path = TaskPath::Update(index);
             self.finish_task(&mut task, &output)?;
             // An async router's routes.
-            for writes in std::mem::take(&mut task.deferred) {
+            let routes = std::mem::take(self.routes.get_mut());
+            for writes in routes {
                 task.writes.extend(writes.await?);
             }
             tasks.push(task);
