@@ -78,39 +78,9 @@ impl NodeError {
     /// `Class('message')`, the form LangGraph stores for a failed task (the
     /// message quoted as Python's `repr` quotes a string).
     pub fn repr(&self) -> String {
-        format!("{}({})", self.0.class, python_repr(&self.0.message))
+        let message = stategraph_llm::python_str_repr(&self.0.message);
+        format!("{}({message})", self.0.class)
     }
-}
-
-/// Python's `repr` of a string: single quotes unless the text has single
-/// quotes and no double ones, backslash escapes for the quote, backslashes
-/// and control characters.
-fn python_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for NodeError {

@@ -264,20 +264,6 @@ fn trace_32_serializer_round_trips() {
     }
 }
 
-/// The Python name of a JSON value's kind, as msgpack's untyped reader
-/// would give it back.
-fn python_kind(json: &Json) -> &'static str {
-    match json {
-        Json::Null => "NoneType",
-        Json::Bool(_) => "bool",
-        Json::Number(n) if n.is_f64() => "float",
-        Json::Number(_) => "int",
-        Json::String(_) => "str",
-        Json::Array(_) => "list",
-        Json::Object(_) => "dict",
-    }
-}
-
 /// `{equal, type_back}` of a value read back untyped (the saver's `Value`)
 /// and typed (decoded as `T`, whose Python name is `python_type`).
 fn readings<T>(written: &T, back: &Value, python_type: &str) -> (Json, Json)
@@ -286,7 +272,7 @@ where
 {
     let untyped = json!({
         "equal": back.downcast_ref::<T>() == Some(written),
-        "type_back": python_kind(&back.to_json().unwrap()),
+        "type_back": stategraph_llm::python_type_name(&back.to_json().unwrap()),
     });
     let typed = match back.clone().decode_owned::<T>() {
         Ok(read) => json!({"equal": read == *written, "type_back": python_type}),

@@ -121,14 +121,7 @@ async fn trace_38_default_handler() {
         }),
     )
     .unwrap();
-    g.add_node("bad", |_s: Json| {
-        std::future::ready(Err::<Json, _>(NodeError::new(
-            "ZeroDivisionError",
-            "division by zero",
-        )))
-    })
-    .unwrap();
-    g.add_edge(START, "bad").unwrap();
+    add_failing_node(&mut g);
     let out = catch_invoke(
         &g.compile().unwrap(),
         json!({"log": []}),
@@ -163,14 +156,7 @@ async fn trace_38_misnamed_param_handler() {
         }),
     )
     .unwrap();
-    g.add_node("bad", |_s: Json| {
-        std::future::ready(Err::<Json, _>(NodeError::new(
-            "ZeroDivisionError",
-            "division by zero",
-        )))
-    })
-    .unwrap();
-    g.add_edge(START, "bad").unwrap();
+    add_failing_node(&mut g);
     let out = g
         .compile()
         .unwrap()
@@ -241,4 +227,16 @@ async fn trace_38_timeout_then_retry() {
     )
     .await;
     assert_trace(&out, &expected("timeout_then_retry"));
+}
+
+/// `START -> bad`, where `bad` fails with Python's `ZeroDivisionError`.
+fn add_failing_node(g: &mut StateGraph) {
+    g.add_node("bad", |_s: Json| {
+        std::future::ready(Err::<Json, _>(NodeError::new(
+            "ZeroDivisionError",
+            "division by zero",
+        )))
+    })
+    .unwrap();
+    g.add_edge(START, "bad").unwrap();
 }
