@@ -5,7 +5,8 @@
 //! pauses (`START -> echo -> ask -> END`, in-memory saver, fresh threads),
 //! the value is given as the input of a run, as a `Command` read from it
 //! (`update`, `goto` as node names or `{"node", "arg"}` sends, `resume`,
-//! `resume_by_id`, `parent`), as the answer to a pending interrupt, by
+//! `resume_by_id`, `parent`) and as LangGraph's wire form
+//! (`Command::from_json`), as the answer to a pending interrupt, by
 //! interrupt id, and as an `update_state` value (`as_node` read from it).
 //! Every call must return a value or a typed error, never panic or hang.
 #![no_main]
@@ -77,6 +78,11 @@ fuzz_target!(|input: &[u8]| {
         let _ = graph.invoke(value.clone(), &input_config).await;
         let _ = graph.invoke(command(&value), &command_config).await;
         let _ = graph.invoke(command(&value), &input_config).await;
+        // As the wire form a server receives (`Command::from_json`):
+        // a command, or a typed error.
+        if let Ok(wire) = Command::from_json(value.clone()) {
+            let _ = graph.invoke(wire, &command_config).await;
+        }
 
         // As the answer to a pending interrupt, directly and by id.
         let paused = graph.invoke(json!({"write": "w"}), &resume_config).await;

@@ -152,6 +152,113 @@ impl Command {
     }
 }
 
+impl Command {
+    /// A command from LangGraph's JSON form, as the Server API's `command`
+    /// and the Python and JS SDKs send it: an object with any of
+    /// - `update`: an object of writes, a list of `[key, value]` pairs, or
+    ///   `null`;
+    /// - `resume`: the answer (a map keyed by interrupt ids answers those
+    ///   interrupts), `null` for none;
+    /// - `goto`: a node name, a `Send` as `{"node", "input"}`, a list of
+    ///   these, or `null`; an empty list is no destination (RemoteGraph
+    ///   sends `"goto": []`).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use stategraph_pregel::{Command, Goto};
+    ///
+    /// let command = Command::from_json(json!({"resume": "yes", "goto": []})).unwrap();
+    /// assert!(command.goto.is_empty() && command.resume.is_some());
+    /// let command = Command::from_json(json!({"goto": {"node": "b", "input": 1}})).unwrap();
+    /// assert!(matches!(&command.goto[0], Goto::Send(send) if send.node == "b"));
+    /// assert!(Command::from_json(json!({"goto": 7})).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`PregelError::InvalidUpdate`](crate::error::PregelError::InvalidUpdate)
+    /// naming the field that has another shape, or a key a command does not
+    /// have.
+    pub fn from_json(json: serde_json::Value) -> Result<Self, crate::error::PregelError> {
+        use serde_json::Value as Json;
+        let invalid = |message: String| crate::error::PregelError::InvalidUpdate(message);
+        let Json::Object(fields) = json else {
+            return Err(invalid(format!("a command is a JSON object, not {json}")));
+        };
+        let mut command = Self::new();
+        for (key, value) in fields {
+            match (key.as_str(), value) {
+                (_, Json::Null) => {}
+                ("resume", value) => command.resume = Some(Value::from_json(value)),
+                ("update", Json::Object(map)) => command
+                    .update
+                    .extend(map.into_iter().map(|(k, v)| (k, Value::from_json(v)))),
+                ("update", Json::Array(pairs)) => {
+                    for pair in pairs {
+                        match pair {
+                            Json::Array(pair) if pair.len() == 2 && pair[0].is_string() => {
+                                let mut pair = pair.into_iter();
+                                let key = pair.next().and_then(|k| k.as_str().map(str::to_owned));
+                                let value = pair.next().unwrap_or(Json::Null);
+                                command.update.extend(key.map(|k| (k, Value::from_json(value))));
+                            }
+                            other => {
+                                return Err(invalid(format!(
+                                    "command `update`: expected [key, value] pairs, got {other}"
+                                )));
+                            }
+                        }
+                    }
+                }
+                ("update", other) => {
+                    return Err(invalid(format!(
+                        "command `update`: expected an object or a list of [key, value] pairs, got {other}"
+                    )));
+                }
+                ("goto", Json::Array(gotos)) => {
+                    for goto in gotos {
+                        command.goto.push(goto_from_json(goto).map_err(invalid)?);
+                    }
+                }
+                ("goto", goto) => command.goto.push(goto_from_json(goto).map_err(invalid)?),
+                (other, _) => {
+                    return Err(invalid(format!(
+                        "a command has no `{other}` (it has `update`, `resume` and `goto`)"
+                    )));
+                }
+            }
+        }
+        Ok(command)
+    }
+}
+
+/// A `goto` destination in LangGraph's JSON form: a node name or a `Send`
+/// as `{"node", "input"}`.
+fn goto_from_json(goto: serde_json::Value) -> Result<Goto, String> {
+    use serde_json::Value as Json;
+    match goto {
+        Json::String(node) => Ok(Goto::Node(node)),
+        Json::Object(mut send) => {
+            let node = match send.remove("node") {
+                Some(Json::String(node)) => node,
+                _ => return Err("command `goto`: a Send needs a string `node`".into()),
+            };
+            let input = send.remove("input").unwrap_or(Json::Null);
+            if let Some(other) = send.keys().next() {
+                return Err(format!(
+                    "command `goto`: a Send has `node` and `input`, not `{other}`"
+                ));
+            }
+            Ok(Goto::Send(Send {
+                node,
+                arg: Value::from_json(input),
+            }))
+        }
+        other => Err(format!(
+            "command `goto`: expected a node name, a Send or a list of them, got {other}"
+        )),
+    }
+}
+
 /// What a run starts from.
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -228,5 +335,66 @@ impl From<serde_json::Value> for Input {
 impl From<Command> for Input {
     fn from(command: Command) -> Self {
         Self::Command(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn gotos(command: &Command) -> Vec<String> {
+        command
+            .goto
+            .iter()
+            .map(|goto| match goto {
+                Goto::Node(node) => node.clone(),
+                Goto::Send(send) => format!("{}({})", send.node, send.arg.to_json().unwrap()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_wire_form_of_a_command_reads() {
+        let command = Command::from_json(json!({
+            "update": {"a": 1},
+            "resume": {"0123456789abcdef0123456789abcdef": "by-id"},
+            "goto": ["x", {"node": "y", "input": {"n": 2}}],
+        }))
+        .unwrap();
+        assert_eq!(command.update.len(), 1);
+        assert_eq!(
+            command.resume.as_ref().unwrap().to_json().unwrap(),
+            json!({"0123456789abcdef0123456789abcdef": "by-id"})
+        );
+        assert_eq!(gotos(&command), ["x", r#"y({"n":2})"#]);
+
+        let pairs = Command::from_json(json!({"update": [["a", 1], ["a", 2]]})).unwrap();
+        assert_eq!(pairs.update.len(), 2, "a key may be written twice");
+        let one = Command::from_json(json!({"goto": "x"})).unwrap();
+        assert_eq!(gotos(&one), ["x"]);
+        // RemoteGraph's resume: an empty goto list is no destination.
+        let remote = Command::from_json(json!({"resume": "ok", "goto": []})).unwrap();
+        assert!(remote.goto.is_empty());
+        let nulls = Command::from_json(json!({"resume": null, "update": null, "goto": null})).unwrap();
+        assert_eq!(nulls, Command::new());
+    }
+
+    #[test]
+    fn a_malformed_command_names_what_is_wrong() {
+        let message = |json| Command::from_json(json).unwrap_err().to_string();
+        assert!(message(json!([1])).contains("a command is a JSON object"));
+        assert!(message(json!({"goto": 7})).contains("command `goto`"));
+        assert!(message(json!({"goto": [{"input": 1}]})).contains("needs a string `node`"));
+        assert!(message(json!({"goto": {"node": "a", "arg": 1}})).contains("not `arg`"));
+        assert!(message(json!({"update": "x"})).contains("command `update`"));
+        assert!(message(json!({"update": [["a"]]})).contains("[key, value] pairs"));
+        assert!(message(json!({"graph": "__parent__"})).contains("no `graph`"));
+        let err = Command::from_json(json!({"goto": 7})).unwrap_err();
+        assert_eq!(err.class(), "InvalidUpdateError");
     }
 }
