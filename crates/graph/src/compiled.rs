@@ -35,6 +35,48 @@ impl fmt::Debug for CompiledStateGraph {
 }
 
 impl CompiledStateGraph {
+    /// The same graph checkpointing to `saver`, in place of the saver it
+    /// was compiled with (LangGraph Server gives every graph its own):
+    /// runs, the state API (subgraph namespaces included) and subgraph
+    /// runs use it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use serde_json::{Value as Json, json};
+    /// use stategraph_checkpoint::InMemorySaver;
+    /// use stategraph_core::RunnableConfig;
+    /// use stategraph_graph::{NodeError, START, Schema, StateGraph};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let mut graph = StateGraph::new(Schema::new().append("log"));
+    /// graph.add_node("a", |_: Json| async { Ok::<_, NodeError>(json!({"log": ["a"]})) })?;
+    /// graph.add_edge(START, "a")?;
+    /// let app = graph.compile()?.with_checkpointer(Arc::new(InMemorySaver::new()));
+    /// let config = RunnableConfig::thread("t");
+    /// app.invoke(json!({"log": []}), &config).await?;
+    /// assert_eq!(app.get_state(&config).await?.values.to_json()?, json!({"log": ["a"]}));
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_checkpointer(&self, saver: stategraph_checkpoint::SharedSaver) -> Self {
+        Self {
+            pregel: self.pregel.with_checkpointer(saver),
+            ..self.clone()
+        }
+    }
+
+    /// The same graph with `store` as its long-term memory store, in place
+    /// of the one it was compiled with (see
+    /// [`CompiledStateGraph::with_checkpointer`]).
+    #[must_use]
+    pub fn with_store(&self, store: stategraph_store::SharedStore) -> Self {
+        Self {
+            pregel: self.pregel.with_store(store),
+            ..self.clone()
+        }
+    }
+
     pub(crate) fn new(pregel: Pregel, graph: &StateGraph) -> Self {
         let declared = graph.declared_nodes();
         Self::with_structure(

@@ -199,7 +199,9 @@ impl Command {
                                 let mut pair = pair.into_iter();
                                 let key = pair.next().and_then(|k| k.as_str().map(str::to_owned));
                                 let value = pair.next().unwrap_or(Json::Null);
-                                command.update.extend(key.map(|k| (k, Value::from_json(value))));
+                                command
+                                    .update
+                                    .extend(key.map(|k| (k, Value::from_json(value))));
                             }
                             other => {
                                 return Err(invalid(format!(
@@ -380,7 +382,8 @@ mod tests {
         // RemoteGraph's resume: an empty goto list is no destination.
         let remote = Command::from_json(json!({"resume": "ok", "goto": []})).unwrap();
         assert!(remote.goto.is_empty());
-        let nulls = Command::from_json(json!({"resume": null, "update": null, "goto": null})).unwrap();
+        let nulls =
+            Command::from_json(json!({"resume": null, "update": null, "goto": null})).unwrap();
         assert_eq!(nulls, Command::new());
     }
 

@@ -27,6 +27,7 @@ impl CompiledGraph {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct CompiledGraph {
     pub(crate) shape: Arc<GraphShape>,
     // Channel prototypes: runs copy them, never change them.
@@ -184,6 +185,30 @@ impl Pregel {
     /// The long-term memory store its nodes read and write, if any.
     pub fn store(&self) -> Option<&stategraph_store::SharedStore> {
         self.inner.store.as_ref()
+    }
+
+    /// The same graph saving to `saver` (LangGraph Server's copy of a graph
+    /// with the server's checkpointer): runs, the state API and subgraph
+    /// runs use it in place of the one it was compiled with. Node functions
+    /// and channel prototypes are shared with this graph.
+    #[must_use]
+    pub fn with_checkpointer(&self, saver: SharedSaver) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.checkpointer = Some(saver);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The same graph with `store` as its long-term memory store (see
+    /// [`Pregel::with_checkpointer`]).
+    #[must_use]
+    pub fn with_store(&self, store: stategraph_store::SharedStore) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.store = Some(store);
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     /// Drops the node cache's saved writes of these nodes, of every node

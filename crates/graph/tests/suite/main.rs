@@ -20,6 +20,7 @@ mod input_maps;
 mod managed_values;
 mod node_cache;
 mod persistence;
+mod rebind;
 mod step_concurrency;
 mod trace_01_last_value_conflict;
 mod trace_02_reducers;
