@@ -36,9 +36,10 @@ pub use typed::{Paused, RunOutcome, TypedInput};
 
 pub use stategraph_pregel::{
     CachePolicy, ChannelValues, Command, Durability, InMemoryCache, Interrupt, Interrupted,
-    MessageEvent, NODE_TIMEOUT_ERROR, NodeError, NodeFailure, NodeUpdate, PregelTask, RefreshOn,
-    RetryOn, RetryPolicy, RunOptions, Send, StateSnapshot, StateUpdate, StreamChunk, StreamMode,
-    StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext, TimeoutPolicy, UpdatePayload,
+    InvalidCommand, MessageEvent, NODE_TIMEOUT_ERROR, NodeError, NodeFailure, NodeUpdate,
+    PregelTask, RefreshOn, RetryOn, RetryPolicy, RunOptions, Send, StateSnapshot, StateUpdate,
+    StreamChunk, StreamMode, StreamModes, StreamedMessage, SubgraphCheckpoints, TaskContext,
+    TimeoutPolicy, UpdatePayload,
 };
 
 /// The entry pseudo-node.

@@ -175,12 +175,12 @@ impl Command {
     /// ```
     ///
     /// # Errors
-    /// [`PregelError::InvalidUpdate`](crate::error::PregelError::InvalidUpdate)
-    /// naming the field that has another shape, or a key a command does not
-    /// have.
-    pub fn from_json(json: serde_json::Value) -> Result<Self, crate::error::PregelError> {
+    /// [`InvalidCommand`] naming the field that has another shape, or a key
+    /// a command does not have (a run given it fails with LangGraph's
+    /// `InvalidUpdateError`).
+    pub fn from_json(json: serde_json::Value) -> Result<Self, InvalidCommand> {
         use serde_json::Value as Json;
-        let invalid = |message: String| crate::error::PregelError::InvalidUpdate(message);
+        let invalid = InvalidCommand;
         let Json::Object(fields) = json else {
             return Err(invalid(format!("a command is a JSON object, not {json}")));
         };
@@ -232,6 +232,12 @@ impl Command {
         Ok(command)
     }
 }
+
+/// A command's JSON that is not LangGraph's form (see
+/// [`Command::from_json`]); it says what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidCommand(pub String);
 
 /// A `goto` destination in LangGraph's JSON form: a node name or a `Send`
 /// as `{"node", "input"}`.
@@ -397,7 +403,8 @@ mod tests {
         assert!(message(json!({"update": "x"})).contains("command `update`"));
         assert!(message(json!({"update": [["a"]]})).contains("[key, value] pairs"));
         assert!(message(json!({"graph": "__parent__"})).contains("no `graph`"));
-        let err = Command::from_json(json!({"goto": 7})).unwrap_err();
+        let err =
+            crate::error::PregelError::from(Command::from_json(json!({"goto": 7})).unwrap_err());
         assert_eq!(err.class(), "InvalidUpdateError");
     }
 }

@@ -262,3 +262,9 @@ pub struct NodeFailure {
     /// Its error, after its retries.
     pub error: NodeError,
 }
+
+impl From<crate::command::InvalidCommand> for PregelError {
+    fn from(err: crate::command::InvalidCommand) -> Self {
+        Self::InvalidUpdate(err.0)
+    }
+}

@@ -27,7 +27,7 @@ pub use chunk::{
     MessageEvent, Namespace, NodeUpdate, StreamChunk, StreamMode, StreamModes, StreamedMessage,
     UpdatePayload,
 };
-pub use command::{Command, CommandGraph, Goto, Input, Send};
+pub use command::{Command, CommandGraph, Goto, Input, InvalidCommand, Send};
 pub use context::TaskContext;
 pub use error::{NodeError, NodeFailure, PregelError, Result};
 pub use graph::{NodeBuilder, Pregel, PregelBuilder};
