@@ -116,3 +116,49 @@ async fn a_rebound_store_is_the_one_nodes_see() {
         .unwrap();
     assert_eq!(out.to_json().unwrap(), json!({"seen": {"lang": "en"}}));
 }
+
+/// A subgraph whose state an update finished (acting as its last node):
+/// the resumed parent task gets the subgraph's state without running it
+/// again, as LangGraph 1.2.22 does (`{"log": ["patched", "after"]}`).
+#[tokio::test]
+async fn a_subgraph_an_update_finished_is_not_run_again() {
+    let mut sub = StateGraph::new(Schema::new().append("log"));
+    sub.add_node("inner", |_: Json, ctx: TaskContext| async move {
+        let answer = ctx.interrupt("q")?.to_json()?;
+        Ok::<_, NodeError>(
+            json!({"log": [format!("inner:{}", answer.as_str().unwrap_or_default())]}),
+        )
+    })
+    .unwrap();
+    sub.add_edge(START, "inner").unwrap();
+    let mut graph = StateGraph::new(Schema::new().append("log"));
+    graph.add_node("sub", sub.compile().unwrap()).unwrap();
+    graph
+        .add_node("after", |_: Json| async {
+            Ok::<_, NodeError>(json!({"log": ["after"]}))
+        })
+        .unwrap();
+    graph.add_edge(START, "sub").unwrap();
+    graph.add_edge("sub", "after").unwrap();
+    let app = graph
+        .compile()
+        .unwrap()
+        .with_checkpointer(Arc::new(InMemorySaver::new()));
+    let config = RunnableConfig::thread("t");
+    app.invoke(json!({"log": []}), &config).await.unwrap();
+    let paused = app.get_state_with_subgraphs(&config).await.unwrap();
+    let sub = paused.tasks[0].subgraph.as_ref().unwrap();
+    let at_sub = RunnableConfig::thread("t").with_checkpoint_ns(sub.config.checkpoint_ns.clone());
+    let patch = Some(Value::from_json(json!({"log": ["patched"]})));
+    app.update_state(&at_sub, patch, Some("inner"))
+        .await
+        .unwrap();
+    let out = app
+        .invoke(
+            Command::new().resume(Value::from_json(json!("ok"))),
+            &config,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.to_json().unwrap(), json!({"log": ["patched", "after"]}));
+}

@@ -213,9 +213,17 @@ impl PregelLoop {
         let existing = self.load().await?;
         // A subgraph run whose namespace has a checkpoint belongs to a
         // parent task that runs again (resumed, or retried): it continues
-        // where it stopped instead of starting over on its input.
+        // where it stopped instead of starting over on its input, even
+        // when nothing is left to run (an update finished it: it returns
+        // its state, as LangGraph's resumed subgraph does). A per-thread
+        // subgraph's namespace outlives its invocations: it continues only
+        // a run that stopped.
         let nested = self.run.scope.as_ref().is_some_and(|scope| scope.nested);
-        let input = if existing && nested && self.has_unfinished_tasks()? {
+        let per_task = self.run.scope.as_ref().is_some_and(|scope| {
+            let last = scope.checkpoint_ns.rsplit('|').next().unwrap_or_default();
+            last.contains(':')
+        });
+        let input = if existing && nested && (per_task || self.has_unfinished_tasks()?) {
             Input::Resume
         } else {
             input
