@@ -213,6 +213,17 @@ async fn saved_nodes(saver: &SharedSaver, thread: &str) -> BTreeSet<String> {
 async fn t15_a_run_cancelled_mid_step_resumes_to_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let saver: SharedSaver = Arc::new(SqliteSaver::open(dir.path().join("t15.db")).unwrap());
+    cancel_and_resume(saver).await;
+}
+
+/// T15 on the in-memory saver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t15_in_memory_a_run_cancelled_mid_step_resumes_to_the_same_state() {
+    cancel_and_resume(Arc::new(InMemorySaver::new())).await;
+}
+
+/// Cancels a streamed run at 100 instants, then resumes each thread.
+async fn cancel_and_resume(saver: SharedSaver) {
     let ran = Arc::new(Mutex::new(Vec::new()));
     let app = chain(saver.clone(), ran.clone());
     let sync = || {

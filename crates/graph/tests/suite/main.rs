@@ -21,6 +21,7 @@ mod managed_values;
 mod node_cache;
 mod persistence;
 mod rebind;
+mod server_fixtures;
 mod step_concurrency;
 mod trace_01_last_value_conflict;
 mod trace_02_reducers;

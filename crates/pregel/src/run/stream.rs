@@ -200,6 +200,14 @@ pub(super) enum Delivery {
 }
 
 /// The stream of a run: chunks in order, then the run's error if it failed.
+///
+/// Dropping it cancels the run where it waits. With a checkpointer the
+/// thread stays at its last saved checkpoint, with the saved writes of the
+/// tasks that finished; a run resuming the thread (`Input::Resume`)
+/// continues from there without running those tasks again. A put already
+/// handed to a saver that runs it on another thread (SQLite's blocking
+/// pool) may still land; the head's compare-and-set keeps it from forking
+/// the thread.
 pub struct RunStream {
     pub(super) run: Option<Pin<Box<dyn Future<Output = Result<()>> + std::marker::Send>>>,
     pub(super) info: Arc<RunInfo>,
