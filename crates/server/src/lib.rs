@@ -1,0 +1,11 @@
+//! The LangGraph Server API for stategraph graphs.
+#![doc = include_str!("../README.md")]
+
+mod api;
+mod error;
+mod server;
+mod settings;
+
+pub use error::Error;
+pub use server::{BoundServer, Server, ServerBuilder};
+pub use settings::{HttpSettings, ServerSettings, Settings};

@@ -1,0 +1,152 @@
+//! Settings: the defaults, then `stategraph.toml`, then environment
+//! variables.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// A server's settings (see the crate docs for the file and the variables).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Settings {
+    /// Where it listens.
+    pub server: ServerSettings,
+    /// HTTP limits and CORS.
+    pub http: HttpSettings,
+}
+
+/// Where a server listens.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ServerSettings {
+    /// The host or address (default `127.0.0.1`).
+    pub host: String,
+    /// The port (default 8123; 0 lets the system pick a free one).
+    pub port: u16,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 8123,
+        }
+    }
+}
+
+/// HTTP limits and CORS.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HttpSettings {
+    /// The origins browsers may call from (`*`: any, the default).
+    pub cors_allow_origins: Vec<String>,
+    /// The largest request body accepted, in bytes (default 10 MiB);
+    /// a larger one gets 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            cors_allow_origins: vec!["*".into()],
+            max_body_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+impl Settings {
+    /// The settings in effect: the defaults, then the TOML file named by
+    /// `STATEGRAPH_CONFIG` (or `./stategraph.toml` when it exists), then
+    /// the environment variables.
+    ///
+    /// # Errors
+    /// A file that cannot be read or has unknown or mistyped keys
+    /// ([`Error::SettingsFile`]); a variable that does not parse
+    /// ([`Error::SettingsEnv`]).
+    pub fn load() -> Result<Self, Error> {
+        let named = std::env::var("STATEGRAPH_CONFIG").ok();
+        let settings = match &named {
+            Some(path) => Self::from_file(Path::new(path))?,
+            None if Path::new("stategraph.toml").exists() => {
+                Self::from_file(Path::new("stategraph.toml"))?
+            }
+            None => Self::default(),
+        };
+        settings.with_env(|name| std::env::var(name).ok())
+    }
+
+    /// The settings of a TOML file over the defaults.
+    ///
+    /// # Errors
+    /// As [`Settings::load`].
+    pub fn from_file(path: &Path) -> Result<Self, Error> {
+        let file_error = |message: String| Error::SettingsFile {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|err| file_error(err.to_string()))?;
+        Self::from_toml(&text).map_err(|err| match err {
+            Error::SettingsFile { message, .. } => file_error(message),
+            other => other,
+        })
+    }
+
+    /// The settings of TOML text over the defaults.
+    ///
+    /// # Errors
+    /// Unknown or mistyped keys ([`Error::SettingsFile`], path `<text>`).
+    pub fn from_toml(text: &str) -> Result<Self, Error> {
+        toml::from_str(text).map_err(|err| Error::SettingsFile {
+            path: "<text>".into(),
+            message: err.message().to_owned(),
+        })
+    }
+
+    /// These settings with the environment's over them, read through
+    /// `var` (`std::env::var` in [`Settings::load`]).
+    ///
+    /// # Errors
+    /// A variable that does not parse ([`Error::SettingsEnv`]).
+    pub fn with_env(mut self, var: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        fn parse<T: std::str::FromStr>(
+            name: &'static str,
+            value: String,
+            expected: &str,
+        ) -> Result<T, Error> {
+            value.parse().map_err(|_| Error::SettingsEnv {
+                name,
+                value,
+                message: format!("expected {expected}"),
+            })
+        }
+        if let Some(host) = var("STATEGRAPH_HOST") {
+            self.server.host = host;
+        }
+        if let Some(port) = var("STATEGRAPH_PORT") {
+            self.server.port = parse("STATEGRAPH_PORT", port, "a port number (0 to 65535)")?;
+        }
+        if let Some(bytes) = var("STATEGRAPH_MAX_BODY_BYTES") {
+            self.http.max_body_bytes =
+                parse("STATEGRAPH_MAX_BODY_BYTES", bytes, "a number of bytes")?;
+        }
+        if let Some(origins) = var("STATEGRAPH_CORS_ALLOW_ORIGINS") {
+            self.http.cors_allow_origins = origins
+                .split(',')
+                .map(str::trim)
+                .filter(|origin| !origin.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        Ok(self)
+    }
+
+    /// `host:port`, to listen on.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.server.host, self.server.port)
+    }
+}

@@ -1,0 +1,252 @@
+//! The server over real HTTP on 127.0.0.1: health and info as the
+//! official server 0.16.7 answers them (TRANSCRIPTS.md section 1), JSON
+//! errors for unknown routes, wrong methods and large bodies, CORS, and
+//! settings from a file and the environment.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+
+use serde_json::{Value as Json, json};
+use stategraph::graph::{NodeError, START, Schema, StateGraph};
+use stategraph_server::{Error, Server, Settings};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A response: status, lower-cased headers, body.
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn json(&self) -> Json {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+/// One HTTP/1.1 request on its own connection, read to its end.
+async fn request(address: SocketAddr, head: &str, body: &str) -> Response {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let text = format!(
+        "{head}\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    Response {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// A server with one graph on a free port; its address.
+async fn start(settings: Settings) -> SocketAddr {
+    let mut graph = StateGraph::new(Schema::new().append("log"));
+    graph
+        .add_node("a", |_: Json| async {
+            Ok::<_, NodeError>(json!({"log": ["a"]}))
+        })
+        .unwrap();
+    graph.add_edge(START, "a").unwrap();
+    let server = Server::builder()
+        .settings(settings)
+        .graph("agent", graph.compile().unwrap())
+        .build()
+        .unwrap();
+    let bound = server.bind().await.unwrap();
+    let address = bound.local_addr();
+    tokio::spawn(bound.serve_until(std::future::pending()));
+    address
+}
+
+fn on_a_free_port() -> Settings {
+    Settings::default()
+        .with_env(|name| (name == "STATEGRAPH_PORT").then(|| "0".to_owned()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn health_and_info_answer_as_the_official_server() {
+    let address = start(on_a_free_port()).await;
+    let ok = request(address, "GET /ok HTTP/1.1", "").await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.header("content-type"), Some("application/json"));
+    assert_eq!(ok.json(), json!({"ok": true, "services": {}}));
+
+    let info = request(address, "GET /info HTTP/1.1", "").await;
+    assert_eq!(info.status, 200);
+    let info = info.json();
+    let keys =
+        |value: &Json| -> Vec<String> { value.as_object().unwrap().keys().cloned().collect() };
+    // The official server's keys (TRANSCRIPTS.md section 1).
+    assert_eq!(
+        keys(&info),
+        ["flags", "host", "langgraph_py_version", "version"]
+    );
+    assert_eq!(
+        keys(&info["flags"]),
+        [
+            "assistants",
+            "crons",
+            "langsmith",
+            "langsmith_tracing_replicas",
+            "langsmith_tracing_session_on_runs"
+        ]
+    );
+    assert_eq!(info["langgraph_py_version"], "1.2.22");
+    assert_eq!(info["host"]["kind"], "self-hosted");
+    // Only what is served is claimed.
+    assert_eq!(info["flags"]["assistants"], false);
+    assert_eq!(info["flags"]["crons"], false);
+}
+
+#[tokio::test]
+async fn what_no_route_takes_gets_a_json_error() {
+    let mut settings = on_a_free_port();
+    settings.http.max_body_bytes = 64;
+    let address = start(settings).await;
+    let missing = request(address, "GET /threads/nope HTTP/1.1", "").await;
+    assert_eq!(
+        (missing.status, missing.json()),
+        (404, json!({"detail": "Not Found"}))
+    );
+    let wrong = request(address, "DELETE /ok HTTP/1.1", "").await;
+    assert_eq!(
+        (wrong.status, wrong.json()),
+        (405, json!({"detail": "Method Not Allowed"}))
+    );
+    let large = request(address, "POST /ok HTTP/1.1", &"x".repeat(65)).await;
+    assert_eq!(
+        (large.status, large.json()),
+        (413, json!({"detail": "Request body too large"}))
+    );
+}
+
+#[tokio::test]
+async fn browsers_may_call_from_the_allowed_origins() {
+    let address = start(on_a_free_port()).await;
+    let preflight = request(
+        address,
+        "OPTIONS /ok HTTP/1.1\r\nOrigin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type",
+        "",
+    )
+    .await;
+    assert_eq!(preflight.status, 200);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
+    let get = request(
+        address,
+        "GET /ok HTTP/1.1\r\nOrigin: http://localhost:3000",
+        "",
+    )
+    .await;
+    let exposed = get.header("access-control-expose-headers").unwrap();
+    assert!(exposed.contains("content-location"), "{exposed}");
+
+    let mut settings = on_a_free_port();
+    settings.http.cors_allow_origins = vec!["http://app.example".into()];
+    let only = start(settings).await;
+    let other = request(
+        only,
+        "GET /ok HTTP/1.1\r\nOrigin: http://localhost:3000",
+        "",
+    )
+    .await;
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    let allowed = request(only, "GET /ok HTTP/1.1\r\nOrigin: http://app.example", "").await;
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("http://app.example")
+    );
+}
+
+#[test]
+fn settings_come_from_a_file_then_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stategraph.toml");
+    std::fs::write(
+        &path,
+        "[server]\nport = 9000\n[http]\nmax_body_bytes = 100\n",
+    )
+    .unwrap();
+    let from_file = Settings::from_file(&path).unwrap();
+    assert_eq!(from_file.server.port, 9000);
+    assert_eq!(
+        from_file.server.host, "127.0.0.1",
+        "unset keys keep their defaults"
+    );
+    let env = |name: &str| match name {
+        "STATEGRAPH_PORT" => Some("9100".to_owned()),
+        "STATEGRAPH_CORS_ALLOW_ORIGINS" => Some("http://a, http://b".to_owned()),
+        _ => None,
+    };
+    let settings = from_file.with_env(env).unwrap();
+    assert_eq!(
+        settings.server.port, 9100,
+        "the environment wins over the file"
+    );
+    assert_eq!(settings.http.cors_allow_origins, ["http://a", "http://b"]);
+    assert_eq!(settings.http.max_body_bytes, 100);
+
+    std::fs::write(&path, "[server]\nprot = 1\n").unwrap();
+    let typo = Settings::from_file(&path).unwrap_err();
+    assert!(matches!(typo, Error::SettingsFile { .. }), "{typo}");
+    assert!(typo.to_string().contains("prot"), "{typo}");
+    let bad = Settings::default()
+        .with_env(|name| (name == "STATEGRAPH_PORT").then(|| "eighty".to_owned()))
+        .unwrap_err();
+    assert!(bad.to_string().contains("STATEGRAPH_PORT"), "{bad}");
+    assert_eq!(bad.kind(), stategraph::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn a_graph_id_is_registered_once() {
+    let graph = || {
+        let mut graph = StateGraph::new(Schema::new().append("log"));
+        graph
+            .add_node("a", |_: Json| async { Ok::<_, NodeError>(json!({})) })
+            .unwrap();
+        graph.add_edge(START, "a").unwrap();
+        graph.compile().unwrap()
+    };
+    let twice = Server::builder()
+        .graph("a", graph())
+        .graph("a", graph())
+        .build();
+    assert!(matches!(twice, Err(Error::DuplicateGraph(id)) if id == "a"));
+    let server = Server::builder()
+        .graph("a", graph())
+        .graph("b", graph())
+        .build()
+        .unwrap();
+    assert_eq!(server.graph_ids().collect::<Vec<_>>(), ["a", "b"]);
+    let mut settings = Settings::default();
+    settings.http.cors_allow_origins = vec!["bad\norigin".into()];
+    let bad = Server::builder().settings(settings).build().unwrap_err();
+    assert!(bad.to_string().contains("cors_allow_origins"), "{bad}");
+}
