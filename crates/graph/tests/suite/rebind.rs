@@ -13,14 +13,10 @@ use stategraph_core::{RunnableConfig, Value};
 use stategraph_graph::{Command, NodeError, START, Schema, StateGraph, TaskContext};
 use stategraph_store::{InMemoryStore, SharedStore, Store};
 
-/// `START -> sub -> after`; `sub` runs `first`, then `inner`, which asks
-/// a question.
-fn parent() -> stategraph_graph::CompiledStateGraph {
+/// `START -> sub -> after`; `sub` runs `first` (when `with_first`), then
+/// `inner`, which asks a question.
+fn parent(with_first: bool) -> stategraph_graph::CompiledStateGraph {
     let mut sub = StateGraph::new(Schema::new().append("log"));
-    sub.add_node("first", |_: Json| async {
-        Ok::<_, NodeError>(json!({"log": ["first"]}))
-    })
-    .unwrap();
     sub.add_node("inner", |_: Json, ctx: TaskContext| async move {
         let answer = ctx.interrupt("q")?.to_json()?;
         Ok::<_, NodeError>(
@@ -28,8 +24,16 @@ fn parent() -> stategraph_graph::CompiledStateGraph {
         )
     })
     .unwrap();
-    sub.add_edge(START, "first").unwrap();
-    sub.add_edge("first", "inner").unwrap();
+    if with_first {
+        sub.add_node("first", |_: Json| async {
+            Ok::<_, NodeError>(json!({"log": ["first"]}))
+        })
+        .unwrap();
+        sub.add_edge(START, "first").unwrap();
+        sub.add_edge("first", "inner").unwrap();
+    } else {
+        sub.add_edge(START, "inner").unwrap();
+    }
     let mut graph = StateGraph::new(Schema::new().append("log"));
     graph.add_node("sub", sub.compile().unwrap()).unwrap();
     graph
@@ -44,7 +48,7 @@ fn parent() -> stategraph_graph::CompiledStateGraph {
 
 #[tokio::test]
 async fn a_rebound_saver_keeps_runs_state_and_subgraphs() {
-    let compiled = parent();
+    let compiled = parent(true);
     let config = RunnableConfig::thread("t");
     // Compiled without a saver: the state API has none.
     assert!(compiled.get_state(&config).await.is_err());
@@ -122,28 +126,7 @@ async fn a_rebound_store_is_the_one_nodes_see() {
 /// again, as LangGraph 1.2.22 does (`{"log": ["patched", "after"]}`).
 #[tokio::test]
 async fn a_subgraph_an_update_finished_is_not_run_again() {
-    let mut sub = StateGraph::new(Schema::new().append("log"));
-    sub.add_node("inner", |_: Json, ctx: TaskContext| async move {
-        let answer = ctx.interrupt("q")?.to_json()?;
-        Ok::<_, NodeError>(
-            json!({"log": [format!("inner:{}", answer.as_str().unwrap_or_default())]}),
-        )
-    })
-    .unwrap();
-    sub.add_edge(START, "inner").unwrap();
-    let mut graph = StateGraph::new(Schema::new().append("log"));
-    graph.add_node("sub", sub.compile().unwrap()).unwrap();
-    graph
-        .add_node("after", |_: Json| async {
-            Ok::<_, NodeError>(json!({"log": ["after"]}))
-        })
-        .unwrap();
-    graph.add_edge(START, "sub").unwrap();
-    graph.add_edge("sub", "after").unwrap();
-    let app = graph
-        .compile()
-        .unwrap()
-        .with_checkpointer(Arc::new(InMemorySaver::new()));
+    let app = parent(false).with_checkpointer(Arc::new(InMemorySaver::new()));
     let config = RunnableConfig::thread("t");
     app.invoke(json!({"log": []}), &config).await.unwrap();
     let paused = app.get_state_with_subgraphs(&config).await.unwrap();
