@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod api;
+mod assistants;
 mod error;
 mod server;
 mod settings;

@@ -51,9 +51,16 @@ impl ServerBuilder {
                 return Err(Error::DuplicateGraph(id.clone()));
             }
         }
+        let now = crate::assistants::timestamp(chrono::Utc::now());
+        let assistants = self
+            .graphs
+            .iter()
+            .map(|(id, _)| crate::assistants::Assistant::system(id, &now))
+            .collect();
         Ok(Server {
             settings: self.settings,
             graphs: self.graphs.into(),
+            assistants,
         })
     }
 }
@@ -63,6 +70,8 @@ impl ServerBuilder {
 pub struct Server {
     settings: Settings,
     graphs: Arc<[(String, CompiledStateGraph)]>,
+    // One system assistant per graph, made when the server is built.
+    assistants: Arc<[crate::assistants::Assistant]>,
 }
 
 impl Server {
@@ -84,7 +93,11 @@ impl Server {
     /// The API as an axum router, to serve or to mount in an app of your
     /// own (the one public item tied to axum's version).
     pub fn into_router(self) -> axum::Router {
-        crate::api::router(&self.settings)
+        let state = crate::api::ApiState {
+            graph_ids: self.graphs.iter().map(|(id, _)| id.clone()).collect(),
+            assistants: self.assistants,
+        };
+        crate::api::router(&self.settings, state)
     }
 
     /// Listens on the settings' address (port 0: a free one).

@@ -122,7 +122,7 @@ async fn health_and_info_answer_as_the_official_server() {
     assert_eq!(info["langgraph_py_version"], "1.2.22");
     assert_eq!(info["host"]["kind"], "self-hosted");
     // Only what is served is claimed.
-    assert_eq!(info["flags"]["assistants"], false);
+    assert_eq!(info["flags"]["assistants"], true);
     assert_eq!(info["flags"]["crons"], false);
 }
 
@@ -249,4 +249,88 @@ fn a_graph_id_is_registered_once() {
     settings.http.cors_allow_origins = vec!["bad\norigin".into()];
     let bad = Server::builder().settings(settings).build().unwrap_err();
     assert!(bad.to_string().contains("cors_allow_origins"), "{bad}");
+}
+
+#[tokio::test]
+async fn each_graph_has_a_system_assistant() {
+    let address = start(on_a_free_port()).await;
+    let search = request(
+        address,
+        "POST /assistants/search HTTP/1.1\r\nContent-Type: application/json",
+        r#"{"graph_id": "agent", "limit": 10, "offset": 0}"#,
+    )
+    .await;
+    assert_eq!(search.status, 200);
+    assert_eq!(search.header("x-pagination-total"), Some("1"));
+    let found = search.json();
+    let assistant = &found[0];
+    // TRANSCRIPTS.md section 2: a system assistant's keys and values.
+    let keys: Vec<&String> = assistant.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "assistant_id",
+            "config",
+            "context",
+            "created_at",
+            "description",
+            "graph_id",
+            "metadata",
+            "name",
+            "updated_at",
+            "version"
+        ]
+    );
+    assert_eq!(assistant["graph_id"], "agent");
+    assert_eq!(assistant["name"], "agent");
+    assert_eq!(assistant["metadata"], json!({"created_by": "system"}));
+    assert_eq!(
+        (
+            assistant["version"].clone(),
+            assistant["description"].clone()
+        ),
+        (json!(1), Json::Null)
+    );
+    assert_eq!(assistant["created_at"], assistant["updated_at"]);
+    let id = assistant["assistant_id"].as_str().unwrap().to_owned();
+
+    let none = request(
+        address,
+        "POST /assistants/search HTTP/1.1",
+        r#"{"metadata": {"created_by": "someone"}}"#,
+    )
+    .await;
+    assert_eq!(
+        (none.json(), none.header("x-pagination-total")),
+        (json!([]), Some("0"))
+    );
+    let by_id = request(address, &format!("GET /assistants/{id} HTTP/1.1"), "").await;
+    assert_eq!((by_id.status, by_id.json()), (200, assistant.clone()));
+    let by_graph = request(address, "GET /assistants/agent HTTP/1.1", "").await;
+    assert_eq!(
+        by_graph.json(),
+        assistant.clone(),
+        "a graph id names its system assistant"
+    );
+    let gone = request(
+        address,
+        "GET /assistants/3e8c5434-5ebe-4202-bf0c-3f73297b77fd HTTP/1.1",
+        "",
+    )
+    .await;
+    assert_eq!(
+        (gone.status, gone.json()),
+        (404, json!({"detail": "Not Found"}))
+    );
+    let unknown = request(address, "GET /assistants/nope HTTP/1.1", "").await;
+    assert_eq!(unknown.status, 422);
+    assert_eq!(
+        unknown.json()["detail"],
+        "Invalid assistant: 'nope'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: agent"
+    );
+    let bad = request(address, "POST /assistants/search HTTP/1.1", "{not json").await;
+    assert_eq!(
+        (bad.status, bad.json()),
+        (422, json!({"detail": "Invalid JSON in request body"}))
+    );
 }
