@@ -420,22 +420,8 @@ impl PregelBuilder {
     }
 
     fn resolve(&self, spec: &IoSpec) -> Result<IoChannels> {
-        Ok(match spec {
-            IoSpec::One(name) => IoChannels::One(self.channel_id(name)?),
-            IoSpec::Many(names) => IoChannels::Many(
-                names
-                    .iter()
-                    .map(|n| self.channel_id(n))
-                    .collect::<Result<_>>()?,
-            ),
-            IoSpec::Ids(ids) => {
-                if let Some(bad) = ids.iter().find(|c| **c >= self.channels.len()) {
-                    return Err(PregelError::InvalidGraph(format!(
-                        "unknown channel id {bad}"
-                    )));
-                }
-                IoChannels::Many(ids.clone())
-            }
+        self.shape.io_channels(spec, |name| {
+            PregelError::InvalidGraph(format!("unknown channel {name:?}"))
         })
     }
 

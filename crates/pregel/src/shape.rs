@@ -117,14 +117,14 @@ impl From<Vec<String>> for IoSpec {
 }
 
 impl GraphShape {
-    /// The channels `spec` names; an unknown name is LangGraph's
-    /// `ValueError` (`Key <name> not in channels`).
-    pub(crate) fn io_channels(&self, spec: &IoSpec) -> crate::error::Result<IoChannels> {
-        let id = |name: &str| {
-            self.channel_id(name).ok_or_else(|| {
-                crate::error::PregelError::InvalidGraph(format!("Key {name} not in channels"))
-            })
-        };
+    /// The channels `spec` names; `unknown` makes the error of a name
+    /// that is not a channel (an id out of range is `InvalidGraph`).
+    pub(crate) fn io_channels(
+        &self,
+        spec: &IoSpec,
+        unknown: impl Fn(&str) -> crate::error::PregelError,
+    ) -> crate::error::Result<IoChannels> {
+        let id = |name: &str| self.channel_id(name).ok_or_else(|| unknown(name));
         Ok(match spec {
             IoSpec::One(name) => IoChannels::One(id(name)?),
             IoSpec::Many(names) => IoChannels::Many(

@@ -233,11 +233,12 @@ impl RunStream {
         let mut options = options;
         // The run's own output keys, if it has them; an unknown one fails
         // the run as it starts.
-        let (output, bad_keys) = match options
-            .output_keys
-            .take()
-            .map(|keys| graph.shape.io_channels(&keys))
-        {
+        let (output, bad_keys) = match options.output_keys.take().map(|keys| {
+            graph.shape.io_channels(&keys, |name| {
+                // LangGraph's `ValueError`.
+                PregelError::InvalidGraph(format!("Key {name} not in channels"))
+            })
+        }) {
             None => (output, None),
             Some(Ok(keys)) => (keys, None),
             Some(Err(err)) => (output, Some(err)),
