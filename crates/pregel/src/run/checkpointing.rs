@@ -238,6 +238,27 @@ impl Resumed {
         self.writes.iter().filter(move |w| w.task_id == task_id)
     }
 
+    /// A task's saved channel writes (not its interrupts, answers, error or
+    /// return value), as writes of this graph: `__no_writes__` and writes
+    /// to channels the graph no longer has are left out (the latter with a
+    /// warning).
+    pub(super) fn channel_writes(
+        &self,
+        task_id: &str,
+        shape: &crate::shape::GraphShape,
+    ) -> Vec<(crate::shape::ChannelId, stategraph_core::Value)> {
+        self.of_task(task_id)
+            .filter(|w| !is_control(&w.channel) && w.channel != names::NO_WRITES)
+            .filter_map(|w| {
+                let channel = shape.channel_id(&w.channel);
+                if channel.is_none() {
+                    tracing::warn!("ignoring a saved write to unknown channel {}", w.channel);
+                }
+                Some((channel?, w.value.clone()))
+            })
+            .collect()
+    }
+
     /// The interrupts still waiting for an answer: those of tasks that
     /// interrupted and did not finish since.
     pub(super) fn pending_interrupts(&self) -> Vec<Interrupt> {

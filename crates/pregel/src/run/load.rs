@@ -152,17 +152,7 @@ impl PregelLoop {
                 task.pad = Some(pad);
                 continue;
             }
-            task.writes = outputs
-                .into_iter()
-                .filter(|w| w.channel != names::NO_WRITES)
-                .filter_map(|w| {
-                    let channel = self.graph.shape.channel_id(&w.channel);
-                    if channel.is_none() {
-                        tracing::warn!("ignoring a saved write to unknown channel {}", w.channel);
-                    }
-                    Some((channel?, w.value.clone()))
-                })
-                .collect();
+            task.writes = resumed.channel_writes(pad.task_id(), &self.graph.shape);
             task.cached = true;
             self.emit_updates(task, true);
         }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use stategraph_checkpoint::{CheckpointConfig, CheckpointSaver, CheckpointSource, SharedSaver};
 use stategraph_core::{CheckpointId, RunnableConfig, Value};
 
-use super::checkpointing::{Checkpointing, is_control, target_of};
+use super::checkpointing::{Checkpointing, target_of};
 use super::pregel_loop::PregelLoop;
 use super::state::detached;
 use super::task::{Task, TaskPath};
@@ -255,25 +255,15 @@ impl PregelLoop {
             let mut tasks = self.prepare_tasks(&[])?;
             self.identify(&mut tasks);
             if let Some(resumed) = &resumed {
-                let null_writes: Vec<_> = resumed
-                    .of_task(names::NULL_TASK_ID)
-                    .filter(|w| !is_control(&w.channel))
-                    .filter_map(|w| {
-                        Some((self.graph.shape.channel_id(&w.channel)?, w.value.clone()))
-                    })
-                    .collect();
+                let shape = self.graph.shape.clone();
+                let null_writes = resumed.channel_writes(names::NULL_TASK_ID, &shape);
                 if !null_writes.is_empty() {
                     updated.extend(self.apply(&mut [Task::input(null_writes)], false)?);
                 }
                 for task in &mut tasks {
-                    let Some(pad) = &task.pad else { continue };
-                    task.writes = resumed
-                        .of_task(pad.task_id())
-                        .filter(|w| !is_control(&w.channel))
-                        .filter_map(|w| {
-                            Some((self.graph.shape.channel_id(&w.channel)?, w.value.clone()))
-                        })
-                        .collect();
+                    if let Some(pad) = &task.pad {
+                        task.writes = resumed.channel_writes(pad.task_id(), &shape);
+                    }
                 }
             }
             updated.extend(self.apply(&mut tasks, true)?);
