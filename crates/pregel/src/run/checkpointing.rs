@@ -47,6 +47,9 @@ pub(super) struct Checkpointing {
     pub(super) namespace: Arc<str>,
     // Channel versions in the last saved (or loaded) checkpoint.
     pub(super) saved_versions: Vec<Option<ChannelVersion>>,
+    // The parent of the checkpoint loaded at the start (what a `__copy__`
+    // update saves its copy under).
+    pub(super) loaded_parent: Option<CheckpointId>,
     // The put in flight (async durability), chained after the previous ones.
     pub(super) pending: Option<BoxFuture<'static, Result<()>>>,
     // Exit durability: the state to save when the run ends (`None` =
@@ -103,6 +106,7 @@ impl Checkpointing {
             namespace: Arc::from(target.checkpoint_ns.as_str()),
             target,
             saved_versions: Vec::new(),
+            loaded_parent: None,
             pending: None,
             at_exit: None,
             current: None,

@@ -192,6 +192,7 @@ impl PregelLoop {
             persist.target.checkpoint_id = Some(tuple.checkpoint.id.clone());
             persist.current = Some(tuple.checkpoint.id.clone());
             persist.saved_versions = versions;
+            persist.loaded_parent = tuple.parent_config.and_then(|parent| parent.checkpoint_id);
         }
         Ok(!tuple.checkpoint.channel_versions.is_empty())
     }

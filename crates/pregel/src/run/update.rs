@@ -312,12 +312,7 @@ impl PregelLoop {
     async fn copy_checkpoint(&mut self, base: &CheckpointId) -> Result<()> {
         self.resumed = None;
         let persist = self.persist.as_mut().ok_or(PregelError::NoCheckpointer)?;
-        let parent = persist
-            .saver
-            .get_tuple(&persist.target)
-            .await?
-            .and_then(|tuple| tuple.parent_config)
-            .and_then(|parent| parent.checkpoint_id);
+        let parent = persist.loaded_parent.clone();
         // The copy branches off the parent, and sorts after the copied
         // checkpoint (and the thread's latest).
         persist.may_branch = true;
