@@ -176,8 +176,7 @@ impl CompiledStateGraph {
     /// one; `node:task_id|child:task_id`: a subgraph's, at any depth).
     fn for_namespace(&self, checkpoint_ns: &str) -> Result<&CompiledStateGraph> {
         let mut graph = self;
-        for segment in checkpoint_ns.split('|').filter(|s| !s.is_empty()) {
-            let node = segment.split_once(':').map_or(segment, |(node, _)| node);
+        for node in namespace_nodes(checkpoint_ns) {
             graph = graph
                 .subgraphs
                 .iter()
@@ -426,24 +425,29 @@ impl CompiledStateGraph {
         config: &RunnableConfig,
         supersteps: Vec<Vec<StateUpdate>>,
     ) -> Result<CheckpointConfig> {
-        let saver = self
-            .pregel
-            .checkpointer()
-            .ok_or(stategraph_pregel::PregelError::NoCheckpointer)?;
-        let graph = self.for_namespace(config.checkpoint_ns()).map_err(|_| {
-            let names: Vec<&str> = config
-                .checkpoint_ns()
-                .split('|')
-                .map(|segment| segment.split_once(':').map_or(segment, |(node, _)| node))
-                .collect();
-            stategraph_pregel::PregelError::InvalidGraph(format!(
-                "Subgraph {} not found",
-                names.join("|")
-            ))
+        let (graph, saver) = self.for_config(config).map_err(|err| match err {
+            // LangGraph names the subgraph without its task ids.
+            stategraph_pregel::PregelError::InvalidGraph(_) => {
+                let nodes: Vec<&str> = namespace_nodes(config.checkpoint_ns()).collect();
+                stategraph_pregel::PregelError::InvalidGraph(format!(
+                    "Subgraph {} not found",
+                    nodes.join("|")
+                ))
+            }
+            other => other,
         })?;
         graph
             .pregel
             .bulk_update_state_in(saver, config, supersteps)
             .await
     }
+}
+
+/// The node names of a checkpoint namespace (`node:task_id|child:task_id`
+/// gives `node`, `child`).
+fn namespace_nodes(checkpoint_ns: &str) -> impl Iterator<Item = &str> {
+    checkpoint_ns
+        .split('|')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| segment.split_once(':').map_or(segment, |(node, _)| node))
 }

@@ -66,23 +66,9 @@ async fn a_rebound_saver_keeps_runs_state_and_subgraphs() {
     );
 
     // The subgraph's state is updated through the root's saver.
-    let mut at_sub =
-        RunnableConfig::thread("t").with_checkpoint_ns(sub.config.checkpoint_ns.clone());
-    at_sub.configurable.checkpoint_id = None;
-    let patch = Some(Value::from_json(json!({"log": ["patched"]})));
-    app.update_state(&at_sub, patch, Some("first"))
-        .await
-        .unwrap();
-
-    let out = app
-        .invoke(
-            Command::new().resume(Value::from_json(json!("ok"))),
-            &config,
-        )
-        .await
-        .unwrap();
+    let out = patch_subgraph_then_resume(&app, &sub.config, "first").await;
     assert_eq!(
-        out.to_json().unwrap(),
+        out,
         json!({"log": ["first", "patched", "inner:ok", "after"]})
     );
     let mut query = ListQuery::default();
@@ -131,17 +117,27 @@ async fn a_subgraph_an_update_finished_is_not_run_again() {
     app.invoke(json!({"log": []}), &config).await.unwrap();
     let paused = app.get_state_with_subgraphs(&config).await.unwrap();
     let sub = paused.tasks[0].subgraph.as_ref().unwrap();
-    let at_sub = RunnableConfig::thread("t").with_checkpoint_ns(sub.config.checkpoint_ns.clone());
+    let out = patch_subgraph_then_resume(&app, &sub.config, "inner").await;
+    assert_eq!(out, json!({"log": ["patched", "after"]}));
+}
+
+/// Writes `{"log": ["patched"]}` into the subgraph's state at `sub` as
+/// `as_node`, through the root graph, then resumes thread `t` with `ok`;
+/// the output.
+async fn patch_subgraph_then_resume(
+    app: &stategraph_graph::CompiledStateGraph,
+    sub: &stategraph_checkpoint::CheckpointConfig,
+    as_node: &str,
+) -> Json {
+    let at_sub = RunnableConfig::thread("t").with_checkpoint_ns(sub.checkpoint_ns.clone());
     let patch = Some(Value::from_json(json!({"log": ["patched"]})));
-    app.update_state(&at_sub, patch, Some("inner"))
+    app.update_state(&at_sub, patch, Some(as_node))
         .await
         .unwrap();
+    let resume = Command::new().resume(Value::from_json(json!("ok")));
     let out = app
-        .invoke(
-            Command::new().resume(Value::from_json(json!("ok"))),
-            &config,
-        )
+        .invoke(resume, &RunnableConfig::thread("t"))
         .await
         .unwrap();
-    assert_eq!(out.to_json().unwrap(), json!({"log": ["patched", "after"]}));
+    out.to_json().unwrap()
 }
