@@ -263,7 +263,6 @@ impl RunInfo {
     }
 
     /// Whether a task may have made writes while running.
-    #[inline]
     pub(crate) fn has_pushed(&self) -> bool {
         self.pushed_any.load(std::sync::atomic::Ordering::Acquire)
     }
@@ -289,14 +288,10 @@ impl RunInfo {
     /// Drops the writes made while running by `task` (a new attempt
     /// starts over), or by every task (`None`: the step is over, and what
     /// is left belongs to tasks that failed or stopped).
-    #[inline]
     pub(crate) fn forget_pushed(&self, task: Option<TaskKey>) {
-        if self.pushed_any.load(std::sync::atomic::Ordering::Acquire) {
-            self.forget_pushed_now(task);
+        if !self.has_pushed() {
+            return;
         }
-    }
-
-    fn forget_pushed_now(&self, task: Option<TaskKey>) {
         let mut pushed = self.pushed.lock().unwrap_or_else(PoisonError::into_inner);
         match task {
             Some(task) => pushed.retain(|write| write.task != task),

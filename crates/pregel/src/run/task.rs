@@ -11,7 +11,6 @@ use serde::Serialize;
 use stategraph_core::Value;
 use std::sync::Arc;
 /// Points a context at a task of step `step` in a run that stops at `stop`.
-#[inline]
 pub(super) fn fill_task_context(ctx: &mut TaskContext, task: &Task, step: i64, stop: i64) {
     ctx.node = task.node;
     ctx.step = step;
