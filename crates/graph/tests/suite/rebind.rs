@@ -141,3 +141,25 @@ async fn patch_subgraph_then_resume(
         .unwrap();
     out.to_json().unwrap()
 }
+
+/// A server drives runs and the state API from spawned tasks, so every
+/// future a compiled graph returns must be `Send` (this fails to compile
+/// otherwise; `update_state` once held a borrow of its loop, which is not
+/// `Sync`, across an await).
+#[test]
+fn every_future_of_a_compiled_graph_is_send() {
+    fn send<T: Send>(_: T) {}
+    let graph = parent(true);
+    let config = RunnableConfig::thread("t");
+    send(graph.invoke(json!({"log": []}), &config));
+    send(graph.get_state(&config));
+    send(graph.get_state_with_subgraphs(&config));
+    send(graph.get_state_history(&config, ListQuery::default()));
+    send(graph.update_state(&config, None, None));
+    send(graph.bulk_update_state(&config, Vec::new()));
+    send(graph.stream(
+        json!({"log": []}),
+        &config,
+        stategraph_graph::StreamMode::Values,
+    ));
+}

@@ -410,7 +410,9 @@ impl PregelLoop {
     /// Saves `writes` (but `Send`s, which the new checkpoint carries) as
     /// pending writes of the loaded checkpoint, under `task_id`.
     async fn save_base_writes(
-        &self,
+        // `&mut`: a shared borrow of the loop (not `Sync`) held across the
+        // await would make `update_state`'s future not `Send`.
+        &mut self,
         task_id: &str,
         task_path: &str,
         writes: &[(crate::shape::ChannelId, Value)],
