@@ -16,15 +16,17 @@ pub(crate) struct Assistant {
     pub(crate) context: Map<String, Value>,
     pub(crate) metadata: Map<String, Value>,
     pub(crate) name: String,
-    pub(crate) created_at: String,
-    pub(crate) updated_at: String,
+    #[serde(serialize_with = "crate::wire::serialize_time")]
+    pub(crate) created_at: chrono::DateTime<chrono::Utc>,
+    #[serde(serialize_with = "crate::wire::serialize_time")]
+    pub(crate) updated_at: chrono::DateTime<chrono::Utc>,
     pub(crate) version: u32,
     pub(crate) description: Option<String>,
 }
 
 impl Assistant {
     /// The system assistant of `graph_id`, made at `created_at`.
-    pub(crate) fn system(graph_id: &str, created_at: &str) -> Self {
+    pub(crate) fn system(graph_id: &str, created_at: chrono::DateTime<chrono::Utc>) -> Self {
         let mut metadata = Map::new();
         metadata.insert("created_by".into(), "system".into());
         Self {
@@ -34,8 +36,8 @@ impl Assistant {
             context: Map::new(),
             metadata,
             name: graph_id.to_owned(),
-            created_at: created_at.to_owned(),
-            updated_at: created_at.to_owned(),
+            created_at,
+            updated_at: created_at,
             version: 1,
             description: None,
         }
@@ -45,11 +47,6 @@ impl Assistant {
 /// The id of a graph's system assistant.
 pub(crate) fn system_id(graph_id: &str) -> String {
     uuid::Uuid::new_v5(&SYSTEM_NAMESPACE, graph_id.as_bytes()).to_string()
-}
-
-/// A time as the API writes it: ISO 8601 with microseconds and `+00:00`.
-pub(crate) fn timestamp(time: chrono::DateTime<chrono::Utc>) -> String {
-    time.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
 }
 
 /// A `POST /assistants/search` body (absent and null both mean the
@@ -91,15 +88,5 @@ mod tests {
         assert_eq!(system_id("hitl"), "d2a02ed8-fb92-5e43-81ea-cb78d82caa2f");
         assert_eq!(system_id("simple"), "5e0f6b46-d00f-5af4-87dc-ea2105ff526d");
         assert_eq!(system_id("parent"), "0b226d00-e4ec-5b58-8e33-88f4bd4debe7");
-    }
-
-    #[test]
-    fn timestamps_have_microseconds_and_an_offset() {
-        let time = chrono::DateTime::parse_from_rfc3339("2026-11-22T02:08:15.586601Z")
-            .map(|t| t.with_timezone(&chrono::Utc));
-        assert_eq!(
-            time.map(timestamp).ok().as_deref(),
-            Some("2026-11-22T02:08:15.586601+00:00")
-        );
     }
 }

@@ -4,8 +4,12 @@
 mod api;
 mod assistants;
 mod error;
+mod persist;
 mod server;
 mod settings;
+mod state;
+mod threads;
+mod wire;
 
 pub use error::Error;
 pub use server::{BoundServer, Server, ServerBuilder};

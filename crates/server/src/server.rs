@@ -4,10 +4,15 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use stategraph::checkpoint::{InMemorySaver, SharedSaver};
 use stategraph::graph::CompiledStateGraph;
+use stategraph::store::{InMemoryStore, SharedStore};
 use tokio::net::TcpListener;
 
+use crate::api::ApiError;
+use crate::assistants::{Assistant, system_id};
 use crate::error::Error;
+use crate::persist::{MemoryRepository, Repository};
 use crate::settings::Settings;
 
 /// Builds a [`Server`]: its settings and the graphs it serves by id.
@@ -51,17 +56,78 @@ impl ServerBuilder {
                 return Err(Error::DuplicateGraph(id.clone()));
             }
         }
-        let now = crate::assistants::timestamp(chrono::Utc::now());
+        let now = chrono::Utc::now();
         let assistants = self
             .graphs
             .iter()
-            .map(|(id, _)| crate::assistants::Assistant::system(id, &now))
+            .map(|(id, _)| Assistant::system(id, now))
+            .collect();
+        let saver: SharedSaver = Arc::new(InMemorySaver::new());
+        let store: SharedStore = Arc::new(InMemoryStore::new());
+        // Runs and the state API use the server's saver and store, as
+        // LangGraph Server ignores a graph's own.
+        let graphs = self
+            .graphs
+            .into_iter()
+            .map(|(id, graph)| {
+                if graph.pregel().checkpointer().is_some() {
+                    tracing::warn!(graph = %id, "the graph's own checkpointer is replaced by the server's");
+                }
+                let graph = graph.with_checkpointer(saver.clone()).with_store(store.clone());
+                (id, graph)
+            })
             .collect();
         Ok(Server {
             settings: self.settings,
-            graphs: self.graphs.into(),
-            assistants,
+            core: Arc::new(Core {
+                graphs,
+                assistants,
+                repository: Arc::new(MemoryRepository::default()),
+                saver,
+                store,
+            }),
         })
+    }
+}
+
+/// What every request reads: the graphs, the server's records, and the
+/// saver and store the graphs are bound to.
+#[derive(Debug)]
+pub(crate) struct Core {
+    /// The graphs by id, in registration order, bound to `saver` and
+    /// `store`.
+    pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
+    /// One system assistant per graph.
+    pub(crate) assistants: Vec<Assistant>,
+    pub(crate) repository: Arc<dyn Repository>,
+    pub(crate) saver: SharedSaver,
+    #[allow(dead_code, reason = "runs read it once they are served")]
+    pub(crate) store: SharedStore,
+}
+
+impl Core {
+    /// The graph ids, in registration order.
+    pub(crate) fn graph_ids(&self) -> impl Iterator<Item = &str> {
+        self.graphs.iter().map(|(id, _)| id.as_str())
+    }
+
+    /// The assistant id that `id` names: itself when a UUID, else the
+    /// system assistant of the graph with that id (API.md 1.3).
+    ///
+    /// # Errors
+    /// 422 listing the registered graphs (TRANSCRIPTS.md section 12).
+    pub(crate) fn resolve_assistant(&self, id: &str) -> Result<String, ApiError> {
+        if let Ok(uuid) = uuid::Uuid::parse_str(id) {
+            return Ok(uuid.to_string());
+        }
+        if self.graph_ids().any(|graph| graph == id) {
+            return Ok(system_id(id));
+        }
+        let graphs: Vec<&str> = self.graph_ids().collect();
+        Err(ApiError::invalid(format!(
+            "Invalid assistant: '{id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
+            graphs.join(", ")
+        )))
     }
 }
 
@@ -69,9 +135,7 @@ impl ServerBuilder {
 #[derive(Clone, Debug)]
 pub struct Server {
     settings: Settings,
-    graphs: Arc<[(String, CompiledStateGraph)]>,
-    // One system assistant per graph, made when the server is built.
-    assistants: Arc<[crate::assistants::Assistant]>,
+    core: Arc<Core>,
 }
 
 impl Server {
@@ -82,7 +146,7 @@ impl Server {
 
     /// The ids of the graphs it serves, in the order they were registered.
     pub fn graph_ids(&self) -> impl Iterator<Item = &str> {
-        self.graphs.iter().map(|(id, _)| id.as_str())
+        self.core.graph_ids()
     }
 
     /// Its settings.
@@ -93,11 +157,7 @@ impl Server {
     /// The API as an axum router, to serve or to mount in an app of your
     /// own (the one public item tied to axum's version).
     pub fn into_router(self) -> axum::Router {
-        let state = crate::api::ApiState {
-            graph_ids: self.graphs.iter().map(|(id, _)| id.clone()).collect(),
-            assistants: self.assistants,
-        };
-        crate::api::router(&self.settings, state)
+        crate::api::router(&self.settings, self.core)
     }
 
     /// Listens on the settings' address (port 0: a free one).

@@ -1,29 +1,26 @@
-//! The HTTP API: routes, JSON error answers for what no route takes, CORS
-//! and the body limit.
+//! The HTTP API: routes, the JSON error answers, CORS and the body limit.
+
+mod assistants;
+mod state;
+mod threads;
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use serde_json::{Value, json};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::assistants::{Assistant, Search, system_id};
+use crate::server::Core;
 use crate::settings::Settings;
 
-/// What the handlers read.
-#[derive(Clone)]
-pub(crate) struct ApiState {
-    /// The registered graphs' ids, in registration order.
-    pub(crate) graph_ids: Arc<[String]>,
-    pub(crate) assistants: Arc<[Assistant]>,
-}
+/// What the handlers read: the server's graphs, records and savers.
+pub(crate) type ApiState = Arc<Core>;
 
 /// The version of LangGraph whose behaviour the API follows (`/info`'s
 /// `langgraph_py_version`).
@@ -33,8 +30,9 @@ pub(crate) fn router(settings: &Settings, state: ApiState) -> Router {
     Router::new()
         .route("/ok", get(ok))
         .route("/info", get(info))
-        .route("/assistants/search", post(search_assistants))
-        .route("/assistants/{assistant_id}", get(get_assistant))
+        .merge(assistants::routes())
+        .merge(threads::routes())
+        .merge(state::routes())
         .with_state(state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -44,9 +42,169 @@ pub(crate) fn router(settings: &Settings, state: ApiState) -> Router {
         .layer(cors(settings))
 }
 
+/// An answer other than success: a status and the official server's
+/// `{"detail": ...}` body.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    detail: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+        }
+    }
+
+    /// 404.
+    pub(crate) fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    /// 422: a request the API cannot take.
+    pub(crate) fn invalid(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
+    /// 400: what LangGraph raises `ValueError` for (the official server
+    /// answers those 400 with the message).
+    pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    /// 409.
+    pub(crate) fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+
+    /// 422 for a field value this server does not serve yet: it refuses
+    /// rather than pretend (issue 24).
+    pub(crate) fn unsupported(what: &str) -> Self {
+        Self::invalid(format!("{what} is not supported by this server yet"))
+    }
+
+    /// 500, with the cause logged and not shown.
+    pub(crate) fn internal(cause: &dyn std::error::Error) -> Self {
+        tracing::error!(error = %cause, "request failed");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+    }
+
+    /// `Thread with ID {id} not found` (TRANSCRIPTS.md section 12).
+    pub(crate) fn thread_not_found(thread_id: &str) -> Self {
+        Self::not_found(format!("Thread with ID {thread_id} not found"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        detail(self.status, &self.detail)
+    }
+}
+
+impl From<crate::persist::PersistError> for ApiError {
+    fn from(err: crate::persist::PersistError) -> Self {
+        Self::internal(&err)
+    }
+}
+
+impl From<stategraph::checkpoint::Error> for ApiError {
+    fn from(err: stategraph::checkpoint::Error) -> Self {
+        Self::internal(&err)
+    }
+}
+
+impl From<stategraph::pregel::PregelError> for ApiError {
+    fn from(err: stategraph::pregel::PregelError) -> Self {
+        use stategraph::ErrorKind;
+        match err.kind() {
+            ErrorKind::Conflict => Self::conflict(err.to_string()),
+            // LangGraph's `ValueError`, `InvalidUpdateError` and
+            // `EmptyInputError`: the official server answers 400.
+            ErrorKind::InvalidInput => Self::bad_request(err.to_string()),
+            ErrorKind::Unsupported => Self::invalid(err.to_string()),
+            _ => Self::internal(&err),
+        }
+    }
+}
+
+impl From<stategraph::core::ValueError> for ApiError {
+    fn from(err: stategraph::core::ValueError) -> Self {
+        Self::internal(&err)
+    }
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(err: serde_json::Error) -> Self {
+        Self::internal(&err)
+    }
+}
+
 /// `{"detail": ...}` with `status`, the official server's error body.
 fn detail(status: StatusCode, text: &str) -> Response {
     (status, Json(json!({ "detail": text }))).into_response()
+}
+
+/// A thread id from a path, in its canonical form.
+///
+/// # Errors
+/// 422 `Invalid thread ID: must be a UUID` (the official text).
+pub(crate) fn thread_id(raw: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(raw)
+        .map(|id| id.to_string())
+        .map_err(|_| ApiError::invalid("Invalid thread ID: must be a UUID"))
+}
+
+/// A JSON request body: an empty one is the type's default, null fields
+/// are absent, unknown fields are ignored (the SDKs add some).
+///
+/// # Errors
+/// 422 `Invalid JSON in request body` when it is not JSON (the official
+/// text), 422 naming the field when it has the wrong shape.
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned + Default>(
+    body: &Bytes,
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::invalid("Invalid JSON in request body"))?;
+    // A wrong shape names the field and what it should be.
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        ApiError::invalid(format!(
+            "Invalid request body: {}: {}",
+            err.path(),
+            err.inner()
+        ))
+    })
+}
+
+/// A JSON answer with `headers` added.
+pub(crate) fn with_headers(
+    body: impl IntoResponse,
+    headers: impl IntoIterator<Item = (&'static str, HeaderValue)>,
+) -> Response {
+    let mut response = body.into_response();
+    for (name, value) in headers {
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+/// `x-pagination-total`, and `x-pagination-next` when a page follows
+/// (TRANSCRIPTS.md section 8).
+pub(crate) fn pagination(
+    total: usize,
+    offset: usize,
+    shown: usize,
+) -> Vec<(&'static str, HeaderValue)> {
+    let mut headers = vec![("x-pagination-total", HeaderValue::from(total))];
+    let next = offset.saturating_add(shown);
+    if next < total {
+        headers.push(("x-pagination-next", HeaderValue::from(next)));
+    }
+    headers
 }
 
 /// The health check (T§1).
@@ -75,66 +233,6 @@ async fn info() -> Json<Value> {
             "tenant_id": null,
         },
     }))
-}
-
-/// A JSON body (an empty one is the default); `None` when it is not JSON.
-fn json_body<T: serde::de::DeserializeOwned + Default>(body: &Bytes) -> Option<T> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Some(T::default());
-    }
-    serde_json::from_slice(body).ok()
-}
-
-/// The official server's answer to a body that is not JSON.
-fn invalid_json() -> Response {
-    detail(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "Invalid JSON in request body",
-    )
-}
-
-/// `POST /assistants/search` (T§2): the matching assistants, paged, with
-/// `x-pagination-total`.
-async fn search_assistants(State(state): State<ApiState>, body: Bytes) -> Response {
-    let Some(search) = json_body::<Search>(&body) else {
-        return invalid_json();
-    };
-    let found: Vec<&Assistant> = state
-        .assistants
-        .iter()
-        .filter(|a| search.matches(a))
-        .collect();
-    let total = found.len();
-    let page: Vec<&Assistant> = found
-        .into_iter()
-        .skip(search.offset.unwrap_or(0))
-        .take(search.limit.unwrap_or(10))
-        .collect();
-    let mut response = Json(page).into_response();
-    response
-        .headers_mut()
-        .insert("x-pagination-total", HeaderValue::from(total));
-    response
-}
-
-/// `GET /assistants/{id}`: by id, or by a registered graph's id (its
-/// system assistant, API.md 1.3).
-async fn get_assistant(State(state): State<ApiState>, Path(id): Path<String>) -> Response {
-    let id = match uuid::Uuid::parse_str(&id) {
-        Ok(uuid) => uuid.to_string(),
-        Err(_) if state.graph_ids.contains(&id) => system_id(&id),
-        Err(_) => {
-            let text = format!(
-                "Invalid assistant: '{id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
-                state.graph_ids.join(", ")
-            );
-            return detail(StatusCode::UNPROCESSABLE_ENTITY, &text);
-        }
-    };
-    match state.assistants.iter().find(|a| a.assistant_id == id) {
-        Some(assistant) => Json(assistant).into_response(),
-        None => detail(StatusCode::NOT_FOUND, "Not Found"),
-    }
 }
 
 async fn not_found() -> Response {

@@ -3,93 +3,11 @@
 //! errors for unknown routes, wrong methods and large bodies, CORS, and
 //! settings from a file and the environment.
 
-// Test code: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used)]
-
-use std::net::SocketAddr;
-
 use serde_json::{Value as Json, json};
 use stategraph::graph::{NodeError, START, Schema, StateGraph};
 use stategraph_server::{Error, Server, Settings};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A response: status, lower-cased headers, body.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-
-    fn json(&self) -> Json {
-        serde_json::from_str(&self.body).unwrap()
-    }
-}
-
-/// One HTTP/1.1 request on its own connection, read to its end.
-async fn request(address: SocketAddr, head: &str, body: &str) -> Response {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let text = format!(
-        "{head}\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(text.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(key, value)| (key.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    Response {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
-
-/// A server with one graph on a free port; its address.
-async fn start(settings: Settings) -> SocketAddr {
-    let mut graph = StateGraph::new(Schema::new().append("log"));
-    graph
-        .add_node("a", |_: Json| async {
-            Ok::<_, NodeError>(json!({"log": ["a"]}))
-        })
-        .unwrap();
-    graph.add_edge(START, "a").unwrap();
-    let server = Server::builder()
-        .settings(settings)
-        .graph("agent", graph.compile().unwrap())
-        .build()
-        .unwrap();
-    let bound = server.bind().await.unwrap();
-    let address = bound.local_addr();
-    tokio::spawn(bound.serve_until(std::future::pending()));
-    address
-}
-
-fn on_a_free_port() -> Settings {
-    Settings::default()
-        .with_env(|name| (name == "STATEGRAPH_PORT").then(|| "0".to_owned()))
-        .unwrap()
-}
+use crate::support::{on_a_free_port, request, start};
 
 #[tokio::test]
 async fn health_and_info_answer_as_the_official_server() {
@@ -131,7 +49,7 @@ async fn what_no_route_takes_gets_a_json_error() {
     let mut settings = on_a_free_port();
     settings.http.max_body_bytes = 64;
     let address = start(settings).await;
-    let missing = request(address, "GET /threads/nope HTTP/1.1", "").await;
+    let missing = request(address, "GET /nothing/here HTTP/1.1", "").await;
     assert_eq!(
         (missing.status, missing.json()),
         (404, json!({"detail": "Not Found"}))

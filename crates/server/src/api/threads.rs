@@ -1,0 +1,225 @@
+//! `/threads`: create, read, patch, delete, search, count and copy
+//! (API.md 4; TRANSCRIPTS.md sections 3, 8 and 22).
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use stategraph::checkpoint::CheckpointSaver;
+
+use super::{ApiError, ApiState, pagination, parse_body, thread_id, with_headers};
+use crate::persist::Inserted;
+use crate::threads::{
+    SortOrder, Thread, ThreadContent, ThreadField, ThreadFilter, ThreadPatch, ThreadSearch,
+    ThreadSort,
+};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/threads", post(create))
+        .route("/threads/search", post(search))
+        .route("/threads/count", post(count))
+        .route(
+            "/threads/{thread_id}",
+            get(get_one).patch(patch).delete(delete),
+        )
+        .route("/threads/{thread_id}/copy", post(copy))
+}
+
+/// What `POST /threads` does when the id is taken.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum IfExists {
+    /// 409.
+    #[default]
+    Raise,
+    /// The existing thread, unchanged.
+    DoNothing,
+}
+
+/// A `POST /threads` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CreateBody {
+    thread_id: Option<uuid::Uuid>,
+    metadata: Option<Map<String, Value>>,
+    if_exists: Option<IfExists>,
+    ttl: Option<Value>,
+    supersteps: Option<Value>,
+}
+
+/// `POST /threads`: a new thread (`status: idle`, `values: null`).
+async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let body: CreateBody = parse_body(&body)?;
+    if body.ttl.is_some() {
+        return Err(ApiError::unsupported("ttl"));
+    }
+    if body.supersteps.is_some() {
+        return Err(ApiError::unsupported("supersteps"));
+    }
+    let thread_id = body
+        .thread_id
+        .map_or_else(crate::wire::time_ordered_id, |id| id.to_string());
+    let thread = Thread::new(
+        thread_id,
+        body.metadata.unwrap_or_default(),
+        chrono::Utc::now(),
+    );
+    match state.repository.insert_thread(thread).await? {
+        Inserted::New(thread) => Ok(Json(thread.view(None)).into_response()),
+        Inserted::Existing(thread) => match body.if_exists.unwrap_or_default() {
+            IfExists::DoNothing => Ok(Json(thread.view(None)).into_response()),
+            IfExists::Raise => Err(ApiError::conflict(format!(
+                "Thread with ID {} already exists",
+                thread.thread_id
+            ))),
+        },
+    }
+}
+
+/// The thread with this id, or 404.
+pub(super) async fn find(state: &ApiState, thread_id: &str) -> Result<Thread, ApiError> {
+    state
+        .repository
+        .get_thread(thread_id)
+        .await?
+        .ok_or_else(|| ApiError::thread_not_found(thread_id))
+}
+
+/// `GET /threads/{id}`.
+async fn get_one(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    Ok(Json(thread.view(None)).into_response())
+}
+
+/// A `PATCH /threads/{id}` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PatchBody {
+    metadata: Option<Map<String, Value>>,
+    ttl: Option<Value>,
+}
+
+/// `PATCH /threads/{id}`: metadata merged into the thread's; only
+/// `updated_at` moves (TRANSCRIPTS.md section 8).
+async fn patch(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    let body: PatchBody = parse_body(&body)?;
+    if body.ttl.is_some() {
+        return Err(ApiError::unsupported("ttl"));
+    }
+    let patch = ThreadPatch {
+        metadata: body.metadata,
+        ..ThreadPatch::default()
+    };
+    let thread = state
+        .repository
+        .patch_thread(&thread_id, patch)
+        .await?
+        .ok_or_else(|| ApiError::thread_not_found(&thread_id))?;
+    Ok(Json(thread.view(None)).into_response())
+}
+
+/// `DELETE /threads/{id}`: the thread and its checkpoints; 204.
+async fn delete(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    find(&state, &thread_id).await?;
+    // Checkpoints first: when that fails the thread is still there to
+    // delete again.
+    state.saver.delete_thread(&thread_id).await?;
+    if !state.repository.delete_thread(&thread_id).await? {
+        return Err(ApiError::thread_not_found(&thread_id));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A `POST /threads/search` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SearchBody {
+    #[serde(flatten)]
+    filter: ThreadFilter,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    sort_by: Option<ThreadSort>,
+    sort_order: Option<SortOrder>,
+    select: Option<Vec<ThreadField>>,
+    extract: Option<Value>,
+}
+
+/// The most threads one page holds.
+const MAX_PAGE: usize = 1000;
+
+/// `POST /threads/search`: a page of matching threads, newest update first
+/// unless told otherwise, with the pagination headers.
+async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let body: SearchBody = parse_body(&body)?;
+    if body.extract.is_some() {
+        return Err(ApiError::unsupported("extract"));
+    }
+    let limit = body.limit.unwrap_or(10);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "limit must be between 1 and {MAX_PAGE}, got {limit}"
+        )));
+    }
+    let search = ThreadSearch {
+        filter: body.filter,
+        sort_by: body.sort_by.unwrap_or_default(),
+        sort_order: body.sort_order.unwrap_or_default(),
+        limit,
+        offset: body.offset.unwrap_or(0),
+    };
+    let (page, total) = state.repository.search_threads(&search).await?;
+    let headers = pagination(total, search.offset, page.len());
+    let select = body.select.as_deref();
+    let views: Vec<_> = page.iter().map(|thread| thread.view(select)).collect();
+    Ok(with_headers(Json(views), headers))
+}
+
+/// `POST /threads/count`: how many threads match, as a bare number.
+async fn count(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let filter: ThreadFilter = parse_body(&body)?;
+    let count = state.repository.count_threads(&filter).await?;
+    Ok(Json(count).into_response())
+}
+
+/// `POST /threads/{id}/copy`: a new thread (a random id) with the same
+/// metadata and a copy of every checkpoint.
+async fn copy(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let source = find(&state, &thread_id(&raw_id)?).await?;
+    let mut copy = Thread::new(
+        crate::wire::random_id(),
+        source.metadata,
+        chrono::Utc::now(),
+    );
+    copy.content = ThreadContent::Copied;
+    state
+        .saver
+        .copy_thread(&source.thread_id, &copy.thread_id)
+        .await?;
+    match state.repository.insert_thread(copy).await? {
+        Inserted::New(copy) => Ok(Json(copy.view(None)).into_response()),
+        // A random id already taken: vanishingly rare, and not this
+        // request's fault to hide.
+        Inserted::Existing(_) => Err(ApiError::conflict("the copy's new id is taken; retry")),
+    }
+}

@@ -1,0 +1,392 @@
+//! Threads as the API shows them (API.md 2, TRANSCRIPTS.md sections 3, 8
+//! and 22), and what a thread search asks for.
+
+use chrono::{DateTime, Utc};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A thread's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ThreadStatus {
+    /// Nothing running or pending, and the last run finished.
+    Idle,
+    /// A run is pending or running.
+    Busy,
+    /// The last run stopped with tasks left: an interrupt or a breakpoint.
+    Interrupted,
+    /// The last run failed.
+    Error,
+}
+
+impl ThreadStatus {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Busy => "busy",
+            Self::Interrupted => "interrupted",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// What a thread holds besides its bookkeeping. The official server shows
+/// different keys for each: a new thread has `values: null`, a copy has no
+/// `values` at all, and a thread with state has `values`, `error` and
+/// `interrupts` (TRANSCRIPTS.md sections 3 and 8).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ThreadContent {
+    /// Created; no run and no update yet.
+    Fresh,
+    /// Copied from another thread; its checkpoints are the source's.
+    Copied,
+    /// Has state: after a run or an update.
+    Stateful {
+        /// The latest state values.
+        values: Value,
+        /// The last run's error, or `None`.
+        error: Option<Value>,
+        /// `{task_id: [{id, value}]}` for tasks with interrupts.
+        interrupts: Map<String, Value>,
+    },
+}
+
+/// A thread.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Thread {
+    pub(crate) thread_id: String,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+    pub(crate) state_updated_at: DateTime<Utc>,
+    pub(crate) metadata: Map<String, Value>,
+    pub(crate) status: ThreadStatus,
+    pub(crate) config: Map<String, Value>,
+    pub(crate) content: ThreadContent,
+}
+
+impl Thread {
+    /// A new thread with this id and metadata, made `now`.
+    pub(crate) fn new(thread_id: String, metadata: Map<String, Value>, now: DateTime<Utc>) -> Self {
+        Self {
+            thread_id,
+            created_at: now,
+            updated_at: now,
+            state_updated_at: now,
+            metadata,
+            status: ThreadStatus::Idle,
+            config: Map::new(),
+            content: ThreadContent::Fresh,
+        }
+    }
+
+    /// Its state values, when it has any.
+    pub(crate) fn values(&self) -> Option<&Value> {
+        match &self.content {
+            ThreadContent::Stateful { values, .. } => Some(values),
+            ThreadContent::Fresh | ThreadContent::Copied => None,
+        }
+    }
+
+    /// The value of one field of the API's thread, `None` when this thread
+    /// does not show that field.
+    fn field(&self, field: ThreadField) -> Option<Value> {
+        let time = |t: &DateTime<Utc>| Value::String(crate::wire::timestamp(*t));
+        Some(match field {
+            ThreadField::ThreadId => Value::String(self.thread_id.clone()),
+            ThreadField::CreatedAt => time(&self.created_at),
+            ThreadField::UpdatedAt => time(&self.updated_at),
+            ThreadField::StateUpdatedAt => time(&self.state_updated_at),
+            ThreadField::Metadata => Value::Object(self.metadata.clone()),
+            ThreadField::Status => Value::String(self.status.as_str().into()),
+            ThreadField::Config => Value::Object(self.config.clone()),
+            ThreadField::Values => match &self.content {
+                ThreadContent::Fresh => Value::Null,
+                ThreadContent::Copied => return None,
+                ThreadContent::Stateful { values, .. } => values.clone(),
+            },
+            ThreadField::Error => match &self.content {
+                ThreadContent::Stateful { error, .. } => error.clone().unwrap_or(Value::Null),
+                ThreadContent::Fresh | ThreadContent::Copied => return None,
+            },
+            ThreadField::Interrupts => match &self.content {
+                ThreadContent::Stateful { interrupts, .. } => Value::Object(interrupts.clone()),
+                ThreadContent::Fresh | ThreadContent::Copied => return None,
+            },
+        })
+    }
+
+    /// The thread as the API shows it, with only the `select`ed fields
+    /// when given; fields in the official server's order.
+    pub(crate) fn view<'a>(&'a self, select: Option<&'a [ThreadField]>) -> ThreadView<'a> {
+        ThreadView {
+            thread: self,
+            select,
+        }
+    }
+}
+
+/// A field of the API's thread, as `select` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ThreadField {
+    ThreadId,
+    CreatedAt,
+    UpdatedAt,
+    StateUpdatedAt,
+    Metadata,
+    Status,
+    Config,
+    Values,
+    Error,
+    Interrupts,
+}
+
+impl ThreadField {
+    /// Every field, in the order the official server writes them.
+    const ALL: [Self; 10] = [
+        Self::ThreadId,
+        Self::CreatedAt,
+        Self::UpdatedAt,
+        Self::StateUpdatedAt,
+        Self::Metadata,
+        Self::Status,
+        Self::Config,
+        Self::Values,
+        Self::Error,
+        Self::Interrupts,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::ThreadId => "thread_id",
+            Self::CreatedAt => "created_at",
+            Self::UpdatedAt => "updated_at",
+            Self::StateUpdatedAt => "state_updated_at",
+            Self::Metadata => "metadata",
+            Self::Status => "status",
+            Self::Config => "config",
+            Self::Values => "values",
+            Self::Error => "error",
+            Self::Interrupts => "interrupts",
+        }
+    }
+}
+
+/// A thread serialized as the API shows it (see [`Thread::view`]).
+pub(crate) struct ThreadView<'a> {
+    thread: &'a Thread,
+    select: Option<&'a [ThreadField]>,
+}
+
+impl Serialize for ThreadView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for field in ThreadField::ALL {
+            if self.select.is_some_and(|select| !select.contains(&field)) {
+                continue;
+            }
+            if let Some(value) = self.thread.field(field) {
+                map.serialize_entry(field.name(), &value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// What to sort threads by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ThreadSort {
+    ThreadId,
+    Status,
+    CreatedAt,
+    #[default]
+    UpdatedAt,
+    StateUpdatedAt,
+}
+
+/// Ascending or descending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SortOrder {
+    Asc,
+    #[default]
+    Desc,
+}
+
+/// Which threads a search or count takes.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ThreadFilter {
+    /// Only these ids.
+    pub(crate) ids: Option<Vec<String>>,
+    /// Metadata containing this (`jsonb @>`).
+    pub(crate) metadata: Option<Map<String, Value>>,
+    /// State values containing this.
+    pub(crate) values: Option<Map<String, Value>>,
+    /// Only this status.
+    pub(crate) status: Option<ThreadStatus>,
+}
+
+impl ThreadFilter {
+    /// Whether `thread` passes.
+    pub(crate) fn matches(&self, thread: &Thread) -> bool {
+        use crate::wire::contains;
+        self.ids
+            .as_ref()
+            .is_none_or(|ids| ids.contains(&thread.thread_id))
+            && self.status.is_none_or(|status| status == thread.status)
+            && self.metadata.as_ref().is_none_or(|wanted| {
+                contains(
+                    &Value::Object(thread.metadata.clone()),
+                    &Value::Object(wanted.clone()),
+                )
+            })
+            && self.values.as_ref().is_none_or(|wanted| {
+                thread
+                    .values()
+                    .is_some_and(|values| contains(values, &Value::Object(wanted.clone())))
+            })
+    }
+}
+
+/// A page of threads: which, in what order, how many from where.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ThreadSearch {
+    pub(crate) filter: ThreadFilter,
+    pub(crate) sort_by: ThreadSort,
+    pub(crate) sort_order: SortOrder,
+    pub(crate) limit: usize,
+    pub(crate) offset: usize,
+}
+
+impl ThreadSearch {
+    /// `a` before `b` in this search's order (ties by id, so pages are
+    /// stable).
+    pub(crate) fn compare(&self, a: &Thread, b: &Thread) -> std::cmp::Ordering {
+        let by = match self.sort_by {
+            ThreadSort::ThreadId => std::cmp::Ordering::Equal,
+            ThreadSort::Status => a.status.as_str().cmp(b.status.as_str()),
+            ThreadSort::CreatedAt => a.created_at.cmp(&b.created_at),
+            ThreadSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
+            ThreadSort::StateUpdatedAt => a.state_updated_at.cmp(&b.state_updated_at),
+        }
+        .then_with(|| a.thread_id.cmp(&b.thread_id));
+        match self.sort_order {
+            SortOrder::Asc => by,
+            SortOrder::Desc => by.reverse(),
+        }
+    }
+}
+
+/// A change to a thread, applied by a repository in one step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ThreadPatch {
+    /// Entries merged into the metadata (a key given replaces its value).
+    pub(crate) metadata: Option<Map<String, Value>>,
+    pub(crate) status: Option<ThreadStatus>,
+    pub(crate) config: Option<Map<String, Value>>,
+    /// New content; also moves `state_updated_at`.
+    pub(crate) content: Option<ThreadContent>,
+}
+
+impl ThreadPatch {
+    /// Applies it to `thread` at `now`.
+    pub(crate) fn apply(self, thread: &mut Thread, now: DateTime<Utc>) {
+        thread.updated_at = now;
+        if let Some(metadata) = self.metadata {
+            thread.metadata.extend(metadata);
+        }
+        if let Some(status) = self.status {
+            thread.status = status;
+        }
+        if let Some(config) = self.config {
+            thread.config = config;
+        }
+        if let Some(content) = self.content {
+            thread.content = content;
+            thread.state_updated_at = now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn each_content_shows_the_official_keys() {
+        let mut metadata = Map::new();
+        metadata.insert("user".into(), "demo".into());
+        let mut thread = Thread::new("t".into(), metadata, at("2026-11-22T02:15:08.611435Z"));
+        let keys = |thread: &Thread| -> Vec<String> {
+            match serde_json::to_value(thread.view(None)) {
+                Ok(Value::Object(map)) => map.keys().cloned().collect(),
+                other => panic!("not an object: {other:?}"),
+            }
+        };
+        assert_eq!(
+            serde_json::to_string(&thread.view(None)).ok().as_deref(),
+            Some(
+                r#"{"thread_id":"t","created_at":"2026-11-22T02:15:08.611435+00:00","updated_at":"2026-11-22T02:15:08.611435+00:00","state_updated_at":"2026-11-22T02:15:08.611435+00:00","metadata":{"user":"demo"},"status":"idle","config":{},"values":null}"#
+            ),
+            "TRANSCRIPTS.md section 3, in the same order"
+        );
+        thread.content = ThreadContent::Copied;
+        assert!(!keys(&thread).contains(&"values".to_owned()));
+        thread.content = ThreadContent::Stateful {
+            values: json!({"count": 1}),
+            error: None,
+            interrupts: Map::new(),
+        };
+        assert_eq!(
+            keys(&thread),
+            [
+                "config",
+                "created_at",
+                "error",
+                "interrupts",
+                "metadata",
+                "state_updated_at",
+                "status",
+                "thread_id",
+                "updated_at",
+                "values"
+            ]
+        );
+        let select = [ThreadField::ThreadId, ThreadField::Status];
+        assert_eq!(
+            serde_json::to_value(thread.view(Some(&select))).ok(),
+            Some(json!({"thread_id": "t", "status": "idle"}))
+        );
+    }
+
+    #[test]
+    fn a_patch_merges_metadata_and_moves_the_right_times() {
+        let created = at("2026-11-22T02:15:08Z");
+        let mut thread = Thread::new("t".into(), Map::new(), created);
+        let later = at("2026-11-22T02:16:00Z");
+        let mut metadata = Map::new();
+        metadata.insert("tag".into(), "x".into());
+        ThreadPatch {
+            metadata: Some(metadata),
+            ..ThreadPatch::default()
+        }
+        .apply(&mut thread, later);
+        assert_eq!(thread.metadata.get("tag"), Some(&json!("x")));
+        assert_eq!(
+            (thread.updated_at, thread.state_updated_at),
+            (later, created),
+            "a metadata patch moves only updated_at (TRANSCRIPTS.md section 8)"
+        );
+    }
+}

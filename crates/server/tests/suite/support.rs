@@ -1,0 +1,102 @@
+//! A server on a free port of 127.0.0.1, and raw HTTP/1.1 requests to it.
+
+use std::net::SocketAddr;
+
+use serde_json::{Value as Json, json};
+use stategraph::graph::{NodeError, START, Schema, StateGraph};
+use stategraph_server::{Server, Settings};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A response: status, lower-cased headers, body.
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl Response {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    pub(crate) fn json(&self) -> Json {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+/// One HTTP/1.1 request on its own connection, read to its end.
+pub(crate) async fn request(address: SocketAddr, head: &str, body: &str) -> Response {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let text = format!(
+        "{head}\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    Response {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// A server with one graph on a free port; its address.
+pub(crate) async fn start(settings: Settings) -> SocketAddr {
+    let mut graph = StateGraph::new(Schema::new().append("log"));
+    graph
+        .add_node("a", |_: Json| async {
+            Ok::<_, NodeError>(json!({"log": ["a"]}))
+        })
+        .unwrap();
+    graph.add_edge(START, "a").unwrap();
+    let server = Server::builder()
+        .settings(settings)
+        .graph("agent", graph.compile().unwrap())
+        .build()
+        .unwrap();
+    let bound = server.bind().await.unwrap();
+    let address = bound.local_addr();
+    tokio::spawn(bound.serve_until(std::future::pending()));
+    address
+}
+
+pub(crate) fn on_a_free_port() -> Settings {
+    Settings::default()
+        .with_env(|name| (name == "STATEGRAPH_PORT").then(|| "0".to_owned()))
+        .unwrap()
+}
+
+/// `method_path` (`"POST /threads"`) with a JSON body.
+pub(crate) async fn send(address: SocketAddr, method_path: &str, body: &Json) -> Response {
+    let head = format!("{method_path} HTTP/1.1\r\nContent-Type: application/json");
+    request(address, &head, &body.to_string()).await
+}
+
+/// `method_path` with no body.
+pub(crate) async fn call(address: SocketAddr, method_path: &str) -> Response {
+    request(address, &format!("{method_path} HTTP/1.1"), "").await
+}
+
+/// The keys of a JSON object, in their order.
+pub(crate) fn keys(value: &Json) -> Vec<String> {
+    value.as_object().unwrap().keys().cloned().collect()
+}

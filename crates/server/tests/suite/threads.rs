@@ -1,0 +1,326 @@
+//! Threads: create, get, patch, delete, search, count and copy, with the
+//! official server's keys, statuses and texts (TRANSCRIPTS.md sections 3,
+//! 8, 12 and 22).
+
+use serde_json::{Value as Json, json};
+
+use crate::support::{call, keys, on_a_free_port, send, start};
+
+#[tokio::test]
+async fn a_new_thread_has_the_official_shape() {
+    let address = start(on_a_free_port()).await;
+    let created = send(
+        address,
+        "POST /threads",
+        &json!({"metadata": {"user": "demo"}}),
+    )
+    .await;
+    assert_eq!(created.status, 200);
+    // Keys in the official server's order (TRANSCRIPTS.md section 3).
+    let official = [
+        "thread_id",
+        "created_at",
+        "updated_at",
+        "state_updated_at",
+        "metadata",
+        "status",
+        "config",
+        "values",
+    ];
+    let at: Vec<usize> = official
+        .iter()
+        .map(|key| created.body.find(&format!("\"{key}\":")).unwrap())
+        .collect();
+    assert!(at.is_sorted(), "{}", created.body);
+    let thread = created.json();
+    assert_eq!(thread["status"], "idle");
+    assert_eq!(thread["metadata"], json!({"user": "demo"}));
+    assert_eq!(
+        (&thread["config"], &thread["values"]),
+        (&json!({}), &Json::Null)
+    );
+    assert_eq!(thread["created_at"], thread["updated_at"]);
+    let id = thread["thread_id"].as_str().unwrap();
+    assert_eq!(
+        uuid::Uuid::parse_str(id).unwrap().get_version_num(),
+        7,
+        "new thread ids are time-ordered, as the official server's"
+    );
+    let time = thread["created_at"].as_str().unwrap();
+    assert!(
+        time.ends_with("+00:00") && time.len() == "2026-11-22T02:15:08.611435+00:00".len(),
+        "{time}"
+    );
+
+    let got = call(address, &format!("GET /threads/{id}")).await;
+    assert_eq!((got.status, got.json()), (200, thread.clone()));
+
+    let missing = call(address, "GET /threads/3e8c5434-5ebe-4202-bf0c-3f73297b77fd").await;
+    assert_eq!(
+        (missing.status, missing.json()),
+        (
+            404,
+            json!({"detail": "Thread with ID 3e8c5434-5ebe-4202-bf0c-3f73297b77fd not found"})
+        )
+    );
+    let empty = request_empty_create(address).await;
+    assert_eq!(
+        empty["metadata"],
+        json!({}),
+        "no body: a thread with no metadata"
+    );
+}
+
+async fn request_empty_create(address: std::net::SocketAddr) -> Json {
+    let created = call(address, "POST /threads").await;
+    assert_eq!(created.status, 200);
+    created.json()
+}
+
+#[tokio::test]
+async fn a_chosen_id_is_taken_once() {
+    let address = start(on_a_free_port()).await;
+    let id = "0a1b2c3d-0000-4000-8000-000000000001";
+    let first = send(
+        address,
+        "POST /threads",
+        &json!({"thread_id": id, "metadata": {"n": 1}}),
+    )
+    .await;
+    assert_eq!(
+        (first.status, first.json()["thread_id"].clone()),
+        (200, json!(id))
+    );
+    let raise = send(
+        address,
+        "POST /threads",
+        &json!({"thread_id": id, "if_exists": "raise"}),
+    )
+    .await;
+    assert_eq!(raise.status, 409);
+    let kept = send(
+        address,
+        "POST /threads",
+        &json!({"thread_id": id, "if_exists": "do_nothing", "metadata": {"n": 2}}),
+    )
+    .await;
+    assert_eq!(
+        (kept.status, kept.json()),
+        (200, first.json()),
+        "do_nothing answers with the thread as it was"
+    );
+    let bad = send(
+        address,
+        "POST /threads",
+        &json!({"thread_id": "not-a-uuid"}),
+    )
+    .await;
+    assert_eq!(bad.status, 422);
+    assert!(
+        bad.json()["detail"].as_str().unwrap().contains("thread_id"),
+        "{}",
+        bad.body
+    );
+    let shape = send(address, "POST /threads", &json!({"metadata": 5})).await;
+    assert_eq!(shape.status, 422);
+    assert!(
+        shape.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("metadata"),
+        "{}",
+        shape.body
+    );
+    let ttl = send(address, "POST /threads", &json!({"ttl": 5})).await;
+    assert_eq!(ttl.status, 422, "not served yet, so refused: {}", ttl.body);
+}
+
+#[tokio::test]
+async fn a_patch_merges_metadata_and_moves_only_updated_at() {
+    let address = start(on_a_free_port()).await;
+    let thread = send(
+        address,
+        "POST /threads",
+        &json!({"metadata": {"user": "demo"}}),
+    )
+    .await
+    .json();
+    let id = thread["thread_id"].as_str().unwrap();
+    let patched = send(
+        address,
+        &format!("PATCH /threads/{id}"),
+        &json!({"metadata": {"tag": "patched"}}),
+    )
+    .await;
+    assert_eq!(patched.status, 200);
+    let patched = patched.json();
+    assert_eq!(
+        patched["metadata"],
+        json!({"user": "demo", "tag": "patched"})
+    );
+    assert_ne!(patched["updated_at"], thread["updated_at"]);
+    assert_eq!(patched["state_updated_at"], thread["state_updated_at"]);
+    assert_eq!(patched["created_at"], thread["created_at"]);
+    let missing = send(
+        address,
+        "PATCH /threads/3e8c5434-5ebe-4202-bf0c-3f73297b77fd",
+        &json!({"metadata": {}}),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn a_deleted_thread_is_gone() {
+    let address = start(on_a_free_port()).await;
+    let thread = call(address, "POST /threads").await.json();
+    let id = thread["thread_id"].as_str().unwrap();
+    let deleted = call(address, &format!("DELETE /threads/{id}")).await;
+    assert_eq!((deleted.status, deleted.body.as_str()), (204, ""));
+    assert_eq!(
+        call(address, &format!("GET /threads/{id}")).await.status,
+        404
+    );
+    assert_eq!(
+        call(address, &format!("DELETE /threads/{id}")).await.status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn threads_are_searched_counted_and_paged() {
+    let address = start(on_a_free_port()).await;
+    let mut ids = Vec::new();
+    for user in ["demo", "demo", "other"] {
+        let thread = send(
+            address,
+            "POST /threads",
+            &json!({"metadata": {"user": user, "tags": ["a", "b"]}}),
+        )
+        .await;
+        ids.push(thread.json()["thread_id"].as_str().unwrap().to_owned());
+    }
+    let page = send(
+        address,
+        "POST /threads/search",
+        &json!({"metadata": {"user": "demo"}, "limit": 1}),
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("x-pagination-total"), Some("2"));
+    assert_eq!(page.header("x-pagination-next"), Some("1"));
+    // Newest update first by default.
+    assert_eq!(page.json()[0]["thread_id"], json!(ids[1]));
+    let last = send(
+        address,
+        "POST /threads/search",
+        &json!({"metadata": {"user": "demo"}, "limit": 1, "offset": 1}),
+    )
+    .await;
+    assert_eq!(last.json()[0]["thread_id"], json!(ids[0]));
+    assert_eq!(
+        last.header("x-pagination-next"),
+        None,
+        "no page follows the last"
+    );
+
+    let oldest = send(
+        address,
+        "POST /threads/search",
+        &json!({"sort_by": "created_at", "sort_order": "asc", "select": ["thread_id", "status"]}),
+    )
+    .await
+    .json();
+    assert_eq!(oldest[0], json!({"thread_id": ids[0], "status": "idle"}));
+    assert_eq!(oldest.as_array().unwrap().len(), 3);
+
+    let contained = send(
+        address,
+        "POST /threads/search",
+        &json!({"metadata": {"tags": ["b"]}}),
+    )
+    .await;
+    assert_eq!(
+        contained.header("x-pagination-total"),
+        Some("3"),
+        "metadata filters by containment"
+    );
+    let by_id = send(address, "POST /threads/search", &json!({"ids": [ids[2]]}))
+        .await
+        .json();
+    assert_eq!(by_id[0]["metadata"]["user"], "other");
+    let none = send(address, "POST /threads/search", &json!({"status": "busy"})).await;
+    assert_eq!(none.json(), json!([]));
+
+    let count = send(
+        address,
+        "POST /threads/count",
+        &json!({"metadata": {"user": "demo"}}),
+    )
+    .await;
+    assert_eq!((count.status, count.body.as_str()), (200, "2"));
+    let all = call(address, "POST /threads/count").await;
+    assert_eq!(all.body, "3");
+
+    let bad = send(
+        address,
+        "POST /threads/search",
+        &json!({"select": ["nope"]}),
+    )
+    .await;
+    assert_eq!(bad.status, 422);
+    let bad = send(
+        address,
+        "POST /threads/search",
+        &json!({"status": "sleeping"}),
+    )
+    .await;
+    assert_eq!(bad.status, 422);
+    let bad = send(address, "POST /threads/search", &json!({"limit": 0})).await;
+    assert_eq!(bad.status, 422);
+}
+
+#[tokio::test]
+async fn a_copy_is_a_new_thread_with_the_same_metadata() {
+    let address = start(on_a_free_port()).await;
+    let thread = send(
+        address,
+        "POST /threads",
+        &json!({"metadata": {"user": "demo"}}),
+    )
+    .await
+    .json();
+    let id = thread["thread_id"].as_str().unwrap();
+    let copy = call(address, &format!("POST /threads/{id}/copy")).await;
+    assert_eq!(copy.status, 200);
+    let copy = copy.json();
+    // TRANSCRIPTS.md section 8: a copy has no `values` key.
+    assert_eq!(
+        keys(&copy),
+        [
+            "config",
+            "created_at",
+            "metadata",
+            "state_updated_at",
+            "status",
+            "thread_id",
+            "updated_at"
+        ]
+    );
+    assert_eq!(copy["metadata"], thread["metadata"]);
+    let copy_id = copy["thread_id"].as_str().unwrap();
+    assert_ne!(copy_id, id);
+    assert_eq!(uuid::Uuid::parse_str(copy_id).unwrap().get_version_num(), 4);
+    assert_eq!(
+        call(address, &format!("GET /threads/{copy_id}"))
+            .await
+            .json(),
+        copy
+    );
+    let missing = call(
+        address,
+        "POST /threads/3e8c5434-5ebe-4202-bf0c-3f73297b77fd/copy",
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+}
