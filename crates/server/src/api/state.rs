@@ -270,21 +270,20 @@ async fn history(
     Ok(Json(states).into_response())
 }
 
-/// `limit` checked: 1 by default (the server's; the SDKs send 10), at
-/// most [`MAX_HISTORY`].
-fn history_limit(limit: Option<i64>) -> Result<usize, ApiError> {
-    match limit {
-        // The official server reads 0 as "the default".
-        None | Some(0) => Ok(1),
-        Some(n) => usize::try_from(n)
-            .ok()
-            .filter(|n| *n <= MAX_HISTORY)
-            .ok_or_else(|| {
-                ApiError::invalid(format!(
-                    "limit must be between 1 and {MAX_HISTORY}, got {n}"
-                ))
-            }),
-    }
+/// `limit` checked: 1 when absent (the server's default; the SDKs send
+/// 10), at most [`MAX_HISTORY`]. `zero_ok`: the official `GET` takes 0
+/// (an empty page) where `POST` refuses it.
+fn history_limit(limit: Option<i64>, zero_ok: bool) -> Result<usize, ApiError> {
+    let Some(limit) = limit else { return Ok(1) };
+    let least = if zero_ok { 0 } else { 1 };
+    usize::try_from(limit)
+        .ok()
+        .filter(|n| (least..=MAX_HISTORY).contains(n))
+        .ok_or_else(|| {
+            ApiError::invalid(format!(
+                "limit must be between {least} and {MAX_HISTORY}, got {limit}"
+            ))
+        })
 }
 
 /// `GET /threads/{id}/history` query.
@@ -308,7 +307,7 @@ async fn history_get(
                 .map_err(|_| ApiError::invalid(format!("Invalid limit {text}")))?,
         ),
     };
-    let mut list = ListQuery::default().limit(history_limit(limit)?);
+    let mut list = ListQuery::default().limit(history_limit(limit, true)?);
     if let Some(before) = query.before {
         list = list.before(CheckpointId::from(before.as_str()));
     }
@@ -342,7 +341,7 @@ async fn history_post(
 ) -> Result<Response, ApiError> {
     let thread = find(&state, &thread_id(&raw_id)?).await?;
     let body: HistoryBody = parse_body(&body)?;
-    let mut list = ListQuery::default().limit(history_limit(body.limit)?);
+    let mut list = ListQuery::default().limit(history_limit(body.limit, false)?);
     let before = match body.before {
         Some(Before::Id(id)) => Some(id),
         Some(Before::Address(address)) => address.checkpoint_id,

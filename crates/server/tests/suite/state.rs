@@ -258,3 +258,18 @@ async fn history_is_newest_first_and_paged() {
         (422, json!({"detail": "Invalid limit many"}))
     );
 }
+
+#[tokio::test]
+async fn a_history_limit_of_zero_is_empty_by_get_and_refused_by_post() {
+    let address = start(on_a_free_port()).await;
+    let (id, _, _) = updated_thread(address).await;
+    let get = call(address, &format!("GET /threads/{id}/history?limit=0")).await;
+    assert_eq!((get.status, get.json()), (200, json!([])));
+    let post = send(
+        address,
+        &format!("POST /threads/{id}/history"),
+        &json!({"limit": 0}),
+    )
+    .await;
+    assert_eq!(post.status, 422, "{}", post.body);
+}
