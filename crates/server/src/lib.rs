@@ -4,7 +4,10 @@
 mod api;
 mod assistants;
 mod error;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 mod persist;
+mod runs;
 mod server;
 mod settings;
 mod state;
@@ -13,4 +16,4 @@ mod wire;
 
 pub use error::Error;
 pub use server::{BoundServer, Server, ServerBuilder};
-pub use settings::{HttpSettings, ServerSettings, Settings};
+pub use settings::{HttpSettings, RunSettings, ServerSettings, Settings, StreamSettings};

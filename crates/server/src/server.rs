@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use stategraph::checkpoint::{InMemorySaver, SharedSaver};
 use stategraph::graph::CompiledStateGraph;
@@ -13,6 +14,7 @@ use crate::api::ApiError;
 use crate::assistants::{Assistant, system_id};
 use crate::error::Error;
 use crate::persist::{MemoryRepository, Repository};
+use crate::runs::RunManager;
 use crate::settings::Settings;
 
 /// Builds a [`Server`]: its settings and the graphs it serves by id.
@@ -77,14 +79,19 @@ impl ServerBuilder {
                 (id, graph)
             })
             .collect();
+        let runs = Arc::new(RunManager::new(
+            self.settings.runs.max_concurrent,
+            Duration::from_secs(self.settings.streams.resumable_ttl_seconds),
+        ));
         Ok(Server {
-            settings: self.settings,
             core: Arc::new(Core {
+                settings: self.settings,
                 graphs,
                 assistants,
                 repository: Arc::new(MemoryRepository::default()),
                 saver,
                 store,
+                runs,
             }),
         })
     }
@@ -94,6 +101,7 @@ impl ServerBuilder {
 /// saver and store the graphs are bound to.
 #[derive(Debug)]
 pub(crate) struct Core {
+    pub(crate) settings: Settings,
     /// The graphs by id, in registration order, bound to `saver` and
     /// `store`.
     pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
@@ -101,11 +109,20 @@ pub(crate) struct Core {
     pub(crate) assistants: Vec<Assistant>,
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
-    #[allow(dead_code, reason = "runs read it once they are served")]
+    #[allow(dead_code, reason = "the store routes read it once they are served")]
     pub(crate) store: SharedStore,
+    pub(crate) runs: Arc<RunManager>,
 }
 
 impl Core {
+    /// The graph registered under `graph_id`.
+    pub(crate) fn graph(&self, graph_id: &str) -> Option<&CompiledStateGraph> {
+        self.graphs
+            .iter()
+            .find(|(id, _)| id == graph_id)
+            .map(|(_, graph)| graph)
+    }
+
     /// The graph ids, in registration order.
     pub(crate) fn graph_ids(&self) -> impl Iterator<Item = &str> {
         self.graphs.iter().map(|(id, _)| id.as_str())
@@ -134,7 +151,6 @@ impl Core {
 /// A LangGraph Server API server for a set of graphs.
 #[derive(Clone, Debug)]
 pub struct Server {
-    settings: Settings,
     core: Arc<Core>,
 }
 
@@ -151,13 +167,13 @@ impl Server {
 
     /// Its settings.
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        &self.core.settings
     }
 
     /// The API as an axum router, to serve or to mount in an app of your
     /// own (the one public item tied to axum's version).
     pub fn into_router(self) -> axum::Router {
-        crate::api::router(&self.settings, self.core)
+        crate::api::router(self.core)
     }
 
     /// Listens on the settings' address (port 0: a free one).
@@ -165,7 +181,7 @@ impl Server {
     /// # Errors
     /// [`Error::Listen`].
     pub async fn bind(self) -> Result<BoundServer, Error> {
-        let address = self.settings.address();
+        let address = self.core.settings.address();
         let listener = TcpListener::bind(&address)
             .await
             .map_err(|source| Error::Listen {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::error::Error;
 
 /// A server's settings (see the crate docs for the file and the variables).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Settings {
@@ -16,6 +16,58 @@ pub struct Settings {
     pub server: ServerSettings,
     /// HTTP limits and CORS.
     pub http: HttpSettings,
+    /// How runs execute.
+    pub runs: RunSettings,
+    /// Streams and the long answers of `wait` and `join`.
+    pub streams: StreamSettings,
+}
+
+/// How runs execute.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RunSettings {
+    /// At most this many runs execute at once (default 16); the others
+    /// wait, in their threads' order.
+    pub max_concurrent: usize,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        Self { max_concurrent: 16 }
+    }
+}
+
+/// Streams and the long answers of `wait` and `join`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StreamSettings {
+    /// A keep-alive is sent this often while an answer is not ready
+    /// (default 5 seconds, as the official server): a `\n` before a
+    /// `wait` or `join` body.
+    pub heartbeat_seconds: f64,
+    /// How long an ended run stays joinable in this process (default 120
+    /// seconds).
+    pub resumable_ttl_seconds: u64,
+}
+
+impl Default for StreamSettings {
+    fn default() -> Self {
+        Self {
+            heartbeat_seconds: 5.0,
+            resumable_ttl_seconds: 120,
+        }
+    }
+}
+
+impl StreamSettings {
+    /// The keep-alive interval (at least a millisecond).
+    pub fn heartbeat(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.heartbeat_seconds)
+            .unwrap_or(std::time::Duration::from_secs(5))
+            .max(std::time::Duration::from_millis(1))
+    }
 }
 
 /// Where a server listens.
@@ -133,6 +185,17 @@ impl Settings {
         if let Some(bytes) = var("STATEGRAPH_MAX_BODY_BYTES") {
             self.http.max_body_bytes =
                 parse("STATEGRAPH_MAX_BODY_BYTES", bytes, "a number of bytes")?;
+        }
+        if let Some(runs) = var("STATEGRAPH_MAX_CONCURRENT_RUNS") {
+            self.runs.max_concurrent =
+                parse("STATEGRAPH_MAX_CONCURRENT_RUNS", runs, "a number of runs")?;
+        }
+        if let Some(seconds) = var("STATEGRAPH_HEARTBEAT_SECONDS") {
+            self.streams.heartbeat_seconds = parse(
+                "STATEGRAPH_HEARTBEAT_SECONDS",
+                seconds,
+                "a number of seconds",
+            )?;
         }
         if let Some(origins) = var("STATEGRAPH_CORS_ALLOW_ORIGINS") {
             self.http.cors_allow_origins = origins

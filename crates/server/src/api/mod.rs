@@ -1,6 +1,7 @@
 //! The HTTP API: routes, the JSON error answers, CORS and the body limit.
 
 mod assistants;
+mod runs;
 mod state;
 mod threads;
 
@@ -26,20 +27,22 @@ pub(crate) type ApiState = Arc<Core>;
 /// `langgraph_py_version`).
 const LANGGRAPH_VERSION: &str = "1.2.22";
 
-pub(crate) fn router(settings: &Settings, state: ApiState) -> Router {
+pub(crate) fn router(state: ApiState) -> Router {
+    let settings = state.settings.clone();
     Router::new()
         .route("/ok", get(ok))
         .route("/info", get(info))
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(state::routes())
+        .merge(runs::routes())
         .with_state(state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(RequestBodyLimitLayer::new(settings.http.max_body_bytes))
         // Errors the layer inside answers itself get the API's JSON body.
         .layer(axum::middleware::map_response(json_errors))
-        .layer(cors(settings))
+        .layer(cors(&settings))
 }
 
 /// An answer other than success: a status and the official server's

@@ -199,6 +199,15 @@ async fn update(
             thread.thread_id
         )));
     };
+    // Held until the thread's record is up to date: no run starts between.
+    let gate = state.runs.gate(&thread.thread_id).await;
+    if gate.busy() {
+        let runs: Vec<&String> = gate.running.iter().chain(&gate.pending).collect();
+        return Err(ApiError::conflict(format!(
+            "Thread {} has in-flight runs: {runs:?}",
+            thread.thread_id
+        )));
+    }
     let mut config = RunnableConfig::thread(&thread.thread_id);
     if let Some(id) = &body.checkpoint_id {
         config = config.with_checkpoint_id(CheckpointId::from(id.as_str()));
@@ -226,6 +235,7 @@ async fn update(
         .repository
         .patch_thread(&thread.thread_id, patch)
         .await?;
+    drop(gate);
     let address = serde_json::json!({
         "thread_id": written.thread_id,
         "checkpoint_ns": written.checkpoint_ns,

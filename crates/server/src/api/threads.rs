@@ -139,12 +139,10 @@ async fn delete(
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
     find(&state, &thread_id).await?;
-    // Checkpoints first: when that fails the thread is still there to
-    // delete again.
-    state.saver.delete_thread(&thread_id).await?;
-    if !state.repository.delete_thread(&thread_id).await? {
-        return Err(ApiError::thread_not_found(&thread_id));
-    }
+    state.runs.cancel_thread(&thread_id).await;
+    crate::runs::exec::delete_thread(&state, &thread_id)
+        .await
+        .map_err(|err| ApiError::internal(&*err))?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{Inserted, Repository, Result};
+use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
 /// Records in a map behind one lock; every operation is one short critical
@@ -13,13 +14,23 @@ use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 #[derive(Debug, Default)]
 pub(crate) struct MemoryRepository {
     threads: Mutex<HashMap<String, Thread>>,
+    // By run id; a thread's runs are found by scanning (lists are short).
+    runs: Mutex<HashMap<String, Run>>,
+}
+
+/// A lock's data even after a panic elsewhere: each write is one insert,
+/// removal or in-place patch, so records are whole.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl MemoryRepository {
     fn threads(&self) -> MutexGuard<'_, HashMap<String, Thread>> {
-        // A panic elsewhere leaves whole records: each write is one insert
-        // or one in-place patch.
-        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.threads)
+    }
+
+    fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {
+        lock(&self.runs)
     }
 }
 
@@ -54,7 +65,9 @@ impl Repository for MemoryRepository {
     }
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>> {
-        std::future::ready(Ok(self.threads().remove(thread_id).is_some())).boxed()
+        let existed = self.threads().remove(thread_id).is_some();
+        self.runs().retain(|_, run| run.thread_id != thread_id);
+        std::future::ready(Ok(existed)).boxed()
     }
 
     fn search_threads<'a>(
@@ -84,5 +97,71 @@ impl Repository for MemoryRepository {
             .filter(|thread| filter.matches(thread))
             .count();
         std::future::ready(Ok(count)).boxed()
+    }
+
+    fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
+        self.runs().insert(run.run_id.clone(), run);
+        std::future::ready(Ok(())).boxed()
+    }
+
+    fn get_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Run>>> {
+        let run = self
+            .runs()
+            .get(run_id)
+            .filter(|run| run.thread_id == thread_id)
+            .cloned();
+        std::future::ready(Ok(run)).boxed()
+    }
+
+    fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>> {
+        let replaced = match self.runs().get_mut(&run.run_id) {
+            Some(stored) => {
+                *stored = run;
+                true
+            }
+            None => false,
+        };
+        std::future::ready(Ok(replaced)).boxed()
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        query: &'a RunQuery,
+    ) -> BoxFuture<'a, Result<Vec<Run>>> {
+        let mut runs: Vec<Run> = self
+            .runs()
+            .values()
+            .filter(|run| run.thread_id == thread_id)
+            .filter(|run| query.status.is_none_or(|status| run.status == status))
+            .cloned()
+            .collect();
+        // Newest first; run ids are time-ordered, so they break ties.
+        runs.sort_by(|a, b| (b.created_at, &b.run_id).cmp(&(a.created_at, &a.run_id)));
+        let page = runs
+            .into_iter()
+            .skip(query.offset)
+            .take(query.limit)
+            .collect();
+        std::future::ready(Ok(page)).boxed()
+    }
+
+    fn delete_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let mut runs = self.runs();
+        let found = runs
+            .get(run_id)
+            .is_some_and(|run| run.thread_id == thread_id);
+        if found {
+            runs.remove(run_id);
+        }
+        std::future::ready(Ok(found)).boxed()
     }
 }

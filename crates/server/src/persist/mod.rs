@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 
 pub(crate) use memory::MemoryRepository;
 
+use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
 /// A repository operation that failed in its backend.
@@ -38,7 +39,7 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
         thread_id: &'a str,
         patch: ThreadPatch,
     ) -> BoxFuture<'a, Result<Option<Thread>>>;
-    /// Removes the thread; whether there was one.
+    /// Removes the thread and its runs; whether there was one.
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// One page of the matching threads, and how many match in all.
     fn search_threads<'a>(
@@ -47,4 +48,25 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>>;
     /// How many threads match.
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>>;
+
+    /// Stores a new run.
+    fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>>;
+    /// The run of that thread with that id.
+    fn get_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Run>>>;
+    /// Replaces a run's record; whether it was there (a deleted run stays
+    /// deleted).
+    fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>>;
+    /// A thread's runs, newest first.
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        query: &'a RunQuery,
+    ) -> BoxFuture<'a, Result<Vec<Run>>>;
+    /// Removes a run; whether there was one.
+    fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str)
+    -> BoxFuture<'a, Result<bool>>;
 }

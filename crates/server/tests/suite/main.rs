@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod http;
+mod runs;
 mod state;
 mod support;
 mod threads;

@@ -48,14 +48,22 @@ pub(crate) async fn request(address: SocketAddr, head: &str, body: &str) -> Resp
         .unwrap()
         .parse()
         .unwrap();
-    let headers = lines
+    let headers: Vec<(String, String)> = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(key, value)| (key.trim().to_ascii_lowercase(), value.trim().to_owned()))
         .collect();
+    let chunked = headers
+        .iter()
+        .any(|(key, value)| key == "transfer-encoding" && value == "chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
     Response {
         status,
         headers,
-        body: body.to_owned(),
+        body,
     }
 }
 
@@ -99,4 +107,49 @@ pub(crate) async fn call(address: SocketAddr, method_path: &str) -> Response {
 /// The keys of a JSON object, in their order.
 pub(crate) fn keys(value: &Json) -> Vec<String> {
     value.as_object().unwrap().keys().cloned().collect()
+}
+
+/// A server with the official fixture graphs (`hitl`, `simple`, `parent`,
+/// `boom`) on a free port; its address.
+pub(crate) async fn start_fixtures(settings: Settings) -> SocketAddr {
+    let mut builder = Server::builder().settings(settings);
+    for (id, graph) in stategraph_server::fixtures::all().unwrap() {
+        builder = builder.graph(id, graph);
+    }
+    let bound = builder.build().unwrap().bind().await.unwrap();
+    let address = bound.local_addr();
+    tokio::spawn(bound.serve_until(std::future::pending()));
+    address
+}
+
+/// A new thread's id.
+pub(crate) async fn new_thread(address: SocketAddr) -> String {
+    let thread = call(address, "POST /threads").await.json();
+    thread["thread_id"].as_str().unwrap().to_owned()
+}
+
+/// Polls `GET path` until `done` holds for its JSON (at most 20 s).
+pub(crate) async fn poll(address: SocketAddr, path: &str, done: impl Fn(&Json) -> bool) -> Json {
+    for _ in 0..400 {
+        let body = call(address, &format!("GET {path}")).await.json();
+        if done(&body) {
+            return body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("GET {path} never reached the expected state");
+}
+
+/// A chunked body's data (HTTP/1.1 `Transfer-Encoding: chunked`).
+pub(crate) fn dechunk(mut raw: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, rest)) = raw.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        body.push_str(&rest[..size]);
+        raw = &rest[size + 2..];
+    }
+    body
 }

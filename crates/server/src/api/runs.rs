@@ -1,0 +1,349 @@
+//! Runs: background runs, `wait`, get, list, delete and join on a thread,
+//! and stateless runs on a temporary thread (API.md 5; TRANSCRIPTS.md
+//! sections 12, 13, 14 and 18).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use super::threads::find;
+use super::{ApiError, ApiState, parse_body, thread_id, with_headers};
+use crate::runs::exec::thread_body;
+use crate::runs::manager::{LiveRun, submit};
+use crate::runs::request::{OnDisconnect, RunCreate, RunRequest};
+use crate::runs::{RunQuery, RunStatus};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/threads/{thread_id}/runs", post(create).get(list))
+        .route("/threads/{thread_id}/runs/wait", post(wait))
+        .route(
+            "/threads/{thread_id}/runs/{run_id}",
+            get(get_one).delete(delete),
+        )
+        .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
+        .route("/runs", post(create_stateless))
+        .route("/runs/wait", post(wait_stateless))
+        .route("/runs/batch", post(batch))
+}
+
+/// A run id from a path, in its canonical form.
+fn run_id(raw: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(raw)
+        .map(|id| id.to_string())
+        .map_err(|_| ApiError::invalid("Invalid run ID: must be a UUID"))
+}
+
+/// A path as a header value (ids are UUIDs, so always valid).
+fn path_header(path: String) -> HeaderValue {
+    HeaderValue::try_from(path).unwrap_or_else(|_| HeaderValue::from_static("/"))
+}
+
+/// A run request checked against the served assistants.
+fn checked(state: &ApiState, body: &Bytes, stateless: bool) -> Result<RunRequest, ApiError> {
+    let request: RunCreate = parse_body(body)?;
+    request.check(
+        &state.assistants,
+        |id| state.resolve_assistant(id),
+        stateless,
+    )
+}
+
+/// `POST /threads/{id}/runs`: a background run (`pending`), with
+/// `Content-Location`.
+async fn create(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    let request = checked(&state, &body, false)?;
+    let submitted = submit(&state, request, &thread_id, false).await?;
+    let location = format!("/threads/{thread_id}/runs/{}", submitted.run.run_id);
+    Ok(with_headers(
+        Json(&submitted.run),
+        [("content-location", path_header(location))],
+    ))
+}
+
+/// `POST /runs`: a background run on a temporary thread.
+async fn create_stateless(
+    State(state): State<ApiState>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let request = checked(&state, &body, true)?;
+    let thread_id = crate::wire::time_ordered_id();
+    let submitted = submit(&state, request, &thread_id, true).await?;
+    let location = format!("/runs/{}", submitted.run.run_id);
+    Ok(with_headers(
+        Json(&submitted.run),
+        [("content-location", path_header(location))],
+    ))
+}
+
+/// `POST /runs/batch`: several stateless runs, each on its own thread;
+/// every request is checked before any starts.
+async fn batch(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let requests: Vec<Value> = parse_body(&body)?;
+    if requests.is_empty() {
+        return Err(ApiError::invalid("[] should be non-empty"));
+    }
+    let checked = requests
+        .into_iter()
+        .map(|request| {
+            let request: RunCreate = serde_json::from_value(request)
+                .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
+            request.check(&state.assistants, |id| state.resolve_assistant(id), true)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs = Vec::with_capacity(checked.len());
+    for request in checked {
+        let thread_id = crate::wire::time_ordered_id();
+        runs.push(submit(&state, request, &thread_id, true).await?.run);
+    }
+    Ok(Json(runs).into_response())
+}
+
+/// The answer of `wait` and `join`: the run's outcome once it has ended,
+/// after a `\n` each heartbeat while it runs (leading whitespace, so the
+/// connection stays open and the JSON still parses). With
+/// `cancel_on_disconnect`, a client gone before the end cancels the run.
+fn outcome_body(live: Arc<LiveRun>, heartbeat: Duration, cancel_on_disconnect: bool) -> Response {
+    /// Cancels the run when dropped before it ended, if asked.
+    struct Waiter {
+        live: Arc<LiveRun>,
+        cancel_on_drop: bool,
+        done: bool,
+    }
+    impl Drop for Waiter {
+        fn drop(&mut self) {
+            if self.cancel_on_drop && !self.live.ended() {
+                self.live.cancel.cancel();
+            }
+        }
+    }
+    let waiter = Waiter {
+        live,
+        cancel_on_drop: cancel_on_disconnect,
+        done: false,
+    };
+    let stream = futures::stream::unfold(waiter, move |mut waiter| async move {
+        if waiter.done {
+            return None;
+        }
+        let live = Arc::clone(&waiter.live);
+        tokio::select! {
+            body = live.outcome() => {
+                waiter.done = true;
+                Some((Ok::<_, Infallible>(body), waiter))
+            }
+            () = tokio::time::sleep(heartbeat) => Some((Ok(Bytes::from_static(b"\n")), waiter)),
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// The `Location` and `Content-Location` of a thread run's answer.
+fn run_locations(thread_id: &str, run_id: &str) -> [(&'static str, HeaderValue); 2] {
+    [
+        (
+            "location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}/join")),
+        ),
+        (
+            "content-location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
+        ),
+    ]
+}
+
+/// `POST /threads/{id}/runs/wait`: a run, answered with its final values
+/// (or `{"__error__": ...}` with 200, as the official server).
+async fn wait(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    let request = checked(&state, &body, false)?;
+    let cancel = request.on_disconnect == OnDisconnect::Cancel;
+    let submitted = submit(&state, request, &thread_id, false).await?;
+    let headers = run_locations(&thread_id, &submitted.run.run_id);
+    let heartbeat = state.settings.streams.heartbeat();
+    Ok(with_headers(
+        outcome_body(submitted.live, heartbeat, cancel),
+        headers,
+    ))
+}
+
+/// `POST /runs/wait`: a run on a temporary thread, answered as `wait`.
+async fn wait_stateless(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+    let request = checked(&state, &body, true)?;
+    let cancel = request.on_disconnect == OnDisconnect::Cancel;
+    let thread_id = crate::wire::time_ordered_id();
+    let submitted = submit(&state, request, &thread_id, true).await?;
+    let headers = run_locations(&thread_id, &submitted.run.run_id);
+    let heartbeat = state.settings.streams.heartbeat();
+    Ok(with_headers(
+        outcome_body(submitted.live, heartbeat, cancel),
+        headers,
+    ))
+}
+
+/// The pairs of a query string (`select` may repeat).
+fn query_pairs(query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+    serde_urlencoded::from_str(query.unwrap_or_default())
+        .map_err(|err| ApiError::invalid(format!("Invalid query string: {err}")))
+}
+
+/// A run's fields, as `select` names them.
+const RUN_FIELDS: [&str; 10] = [
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "metadata",
+    "status",
+    "kwargs",
+    "multitask_strategy",
+    "created_at",
+    "updated_at",
+    "langsmith_session_name",
+];
+
+/// `GET /threads/{id}/runs?limit=&offset=&status=&select=`: newest first.
+async fn list(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let mut runs = RunQuery {
+        limit: 10,
+        ..RunQuery::default()
+    };
+    let mut select = Vec::new();
+    let mut unknown_status = false;
+    for (key, value) in query_pairs(query.as_deref())? {
+        let number = || {
+            value.parse::<usize>().map_err(|_| {
+                ApiError::bad_request(format!("invalid literal for int() with base 10: '{value}'"))
+            })
+        };
+        match key.as_str() {
+            "limit" => runs.limit = number()?,
+            "offset" => runs.offset = number()?,
+            "status" => match serde_json::from_value::<RunStatus>(Value::String(value.clone())) {
+                Ok(status) => runs.status = Some(status),
+                // The official server lists nothing for a status no run has.
+                Err(_) => unknown_status = true,
+            },
+            "select" => select.push(value.clone()),
+            _ => {}
+        }
+    }
+    let bad: Vec<&String> = select
+        .iter()
+        .filter(|field| !RUN_FIELDS.contains(&field.as_str()))
+        .collect();
+    if !bad.is_empty() {
+        return Err(ApiError::invalid(format!(
+            "Invalid select columns: {bad:?}. Expected: {RUN_FIELDS:?}"
+        )));
+    }
+    if unknown_status {
+        return Ok(Json(json!([])).into_response());
+    }
+    let found = state.repository.list_runs(&thread.thread_id, &runs).await?;
+    if select.is_empty() {
+        return Ok(Json(found).into_response());
+    }
+    let shown = found
+        .iter()
+        .map(|run| {
+            let Value::Object(mut fields) = serde_json::to_value(run)? else {
+                return Ok(Value::Null);
+            };
+            fields.retain(|key, _| select.contains(key));
+            Ok(Value::Object(fields))
+        })
+        .collect::<Result<Vec<_>, serde_json::Error>>()?;
+    Ok(Json(shown).into_response())
+}
+
+/// `GET /threads/{id}/runs/{run_id}`.
+async fn get_one(
+    State(state): State<ApiState>,
+    Path((raw_thread, raw_run)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    match state.repository.get_run(&thread_id, &run_id).await? {
+        Some(run) => Ok(Json(run).into_response()),
+        None => Err(ApiError::not_found("Not Found")),
+    }
+}
+
+/// `DELETE /threads/{id}/runs/{run_id}`: a run still in flight is
+/// cancelled first; 204.
+async fn delete(
+    State(state): State<ApiState>,
+    Path((raw_thread, raw_run)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    if state
+        .repository
+        .get_run(&thread_id, &run_id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found("Run not found"));
+    }
+    state.runs.cancel_run(&thread_id, &run_id).await;
+    state.repository.delete_run(&thread_id, &run_id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `GET /threads/{id}/runs/{run_id}/join?cancel_on_disconnect=`: the run's
+/// final values once it ends, as `wait` answers. An unknown run is a 200
+/// with an error body, as the official server answers it.
+async fn join(
+    State(state): State<ApiState>,
+    Path((raw_thread, raw_run)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    let cancel = query_pairs(query.as_deref())?.iter().any(|(key, value)| {
+        key == "cancel_on_disconnect"
+            && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
+    });
+    let headers = run_locations(&thread_id, &run_id);
+    if let Some(live) = state.runs.live(&run_id)
+        && live.thread_id == thread_id
+    {
+        let heartbeat = state.settings.streams.heartbeat();
+        return Ok(with_headers(outcome_body(live, heartbeat, cancel), headers));
+    }
+    let body = if state
+        .repository
+        .get_run(&thread_id, &run_id)
+        .await?
+        .is_some()
+    {
+        thread_body(state.repository.get_thread(&thread_id).await?.as_ref())
+    } else {
+        json!({"__error__": {"error": "HTTPException", "message": "404: Run not found"}})
+    };
+    Ok(with_headers(Json(body), headers))
+}

@@ -1,0 +1,334 @@
+//! Executing one run: its graph streamed under the run's cancel token, then
+//! the run's and its thread's records brought up to date, the next queued
+//! run started, and the answer for `wait` and `join` set.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use stategraph::RunnableConfig;
+use stategraph::graph::{CompiledStateGraph, StreamChunk, StreamMode, StreamModes};
+use stategraph::pregel::PregelError;
+use tokio_util::sync::CancellationToken;
+
+use super::manager::start_next;
+use super::request::Plan;
+use super::{Run, RunStatus};
+use crate::server::Core;
+use crate::state::thread_content;
+use crate::threads::{Thread, ThreadContent, ThreadPatch, ThreadStatus};
+
+/// The version of LangGraph whose behaviour runs follow, as LangGraph
+/// Server writes it into a run's metadata.
+const LANGGRAPH_VERSION: &str = "1.2.22";
+
+/// What a run produced that `wait` and `join` answer with (the official
+/// server's `_RunResult`): the last `values`, the chunks that carried
+/// interrupts, or the error.
+#[derive(Debug, Default)]
+struct Outcome {
+    latest: Option<Value>,
+    interrupts: Vec<Value>,
+    error: Option<Value>,
+    cancelled: bool,
+}
+
+impl Outcome {
+    /// Takes in one chunk of the root graph.
+    fn absorb(&mut self, chunk: &StreamChunk, requested: StreamModes) {
+        if !chunk.namespace.is_empty() {
+            return;
+        }
+        let state_mode = chunk.mode == StreamMode::Values
+            || (chunk.mode == StreamMode::Updates && requested.contains(StreamMode::Updates));
+        if !state_mode {
+            return;
+        }
+        let json = with_response_schema(chunk.to_json());
+        if json.get("__interrupt__").is_some() {
+            self.interrupts.push(json.clone());
+            self.latest = Some(json);
+        } else if chunk.mode == StreamMode::Values {
+            self.latest = Some(json);
+        }
+    }
+
+    /// The body: the error, else the interrupts, else the last values, else
+    /// what the thread holds (`fallback`).
+    fn body(self, fallback: impl FnOnce() -> Value) -> Bytes {
+        let value = if let Some(error) = self.error {
+            json!({ "__error__": error })
+        } else if self.interrupts.len() > 1 {
+            let all: Vec<Value> = self
+                .interrupts
+                .into_iter()
+                .filter_map(|mut chunk| chunk.get_mut("__interrupt__").map(Value::take))
+                .flat_map(|list| match list {
+                    Value::Array(items) => items,
+                    other => vec![other],
+                })
+                .collect();
+            json!({ "__interrupt__": all })
+        } else if let Some(chunk) = self.interrupts.into_iter().next() {
+            chunk
+        } else if let Some(latest) = self.latest {
+            latest
+        } else {
+            fallback()
+        };
+        Bytes::from(serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec()))
+    }
+}
+
+/// Interrupts as the official server writes them in events: each with
+/// `response_schema` (null unless the node gave one).
+pub(crate) fn with_response_schema(mut json: Value) -> Value {
+    if let Some(Value::Array(items)) = json.get_mut("__interrupt__") {
+        for item in items {
+            if let Value::Object(item) = item {
+                item.entry("response_schema").or_insert(Value::Null);
+            }
+        }
+    }
+    json
+}
+
+/// A run's error as the API shows it: LangGraph's class and the message.
+fn error_json(err: &PregelError) -> Value {
+    let (class, message) = match err {
+        PregelError::Node { error, .. } => (error.class().to_owned(), error.message().to_owned()),
+        other => (other.class().to_owned(), other.to_string()),
+    };
+    json!({ "error": class, "message": message })
+}
+
+/// What `wait` and `join` answer for a run that left no outcome in this
+/// process: what its thread holds (the official `_thread_values_fallback`).
+pub(crate) fn thread_body(thread: Option<&Thread>) -> Value {
+    let Some(thread) = thread else {
+        return json!({});
+    };
+    match (&thread.status, &thread.content) {
+        (
+            ThreadStatus::Error,
+            ThreadContent::Stateful {
+                error: Some(error), ..
+            },
+        ) => json!({ "__error__": error }),
+        (ThreadStatus::Interrupted, ThreadContent::Stateful { interrupts, .. })
+            if interrupts
+                .values()
+                .any(|list| list.as_array().is_some_and(|l| !l.is_empty())) =>
+        {
+            let all: Vec<Value> = interrupts
+                .values()
+                .filter_map(Value::as_array)
+                .flatten()
+                .cloned()
+                .collect();
+            json!({ "__interrupt__": all })
+        }
+        (_, ThreadContent::Stateful { values, .. })
+            if values.as_object().is_none_or(|map| !map.is_empty()) =>
+        {
+            values.clone()
+        }
+        _ => json!({}),
+    }
+}
+
+/// Executes the run (spawned by the manager when the run heads its
+/// thread's queue), then finishes it.
+pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) {
+    let live = core.runs.live(&run_id);
+    let cancel = live
+        .as_ref()
+        .map_or_else(CancellationToken::new, |live| live.cancel.clone());
+    let mut outcome = Outcome::default();
+    let started = drive(&core, &thread_id, &run_id, &cancel, &mut outcome).await;
+    let body = finish(&core, &thread_id, started, outcome).await;
+    if let Some(live) = live {
+        live.finish(body);
+        core.runs.retire(run_id);
+    }
+}
+
+/// Streams the run's graph into `outcome`. The run's record as it started,
+/// and its graph; `None` when it did not start (deleted, or cancelled while
+/// queued).
+async fn drive(
+    core: &Core,
+    thread_id: &str,
+    run_id: &str,
+    cancel: &CancellationToken,
+    outcome: &mut Outcome,
+) -> Option<(Run, Option<CompiledStateGraph>)> {
+    let _permit = core.runs.permit().await;
+    let mut run = match core.repository.get_run(thread_id, run_id).await {
+        Ok(Some(run)) if run.status == RunStatus::Pending => run,
+        Ok(_) => return None,
+        Err(err) => {
+            tracing::error!(error = %err, run_id, "cannot read the run to start");
+            return None;
+        }
+    };
+    let graph_id = run
+        .kwargs
+        .config
+        .configurable
+        .get("graph_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(graph) = core.graph(graph_id).cloned() else {
+        outcome.error = Some(json!({
+            "error": "ValueError",
+            "message": format!("Graph '{graph_id}' not found"),
+        }));
+        return Some((run, None));
+    };
+    if cancel.is_cancelled() {
+        outcome.cancelled = true;
+        return Some((run, Some(graph)));
+    }
+    run.status = RunStatus::Running;
+    run.updated_at = chrono::Utc::now();
+    let metadata = &mut run.kwargs.config.metadata;
+    metadata.insert("run_attempt".into(), Value::from(1));
+    metadata.insert("langgraph_version".into(), Value::from(LANGGRAPH_VERSION));
+    metadata.insert(
+        "stategraph_version".into(),
+        Value::from(env!("CARGO_PKG_VERSION")),
+    );
+    metadata.insert("langgraph_host".into(), Value::from("self-hosted"));
+    match core.repository.replace_run(run.clone()).await {
+        Ok(true) => {}
+        // Deleted while it waited for a permit.
+        Ok(false) => return None,
+        Err(err) => {
+            tracing::error!(error = %err, run_id, "cannot mark the run running");
+            outcome.error = Some(json!({"error": "InternalError", "message": err.to_string()}));
+            return Some((run, Some(graph)));
+        }
+    }
+    let plan = match Plan::of(&run) {
+        Ok(plan) => plan,
+        Err(message) => {
+            outcome.error = Some(json!({"error": "InvalidUpdateError", "message": message}));
+            return Some((run, Some(graph)));
+        }
+    };
+    // `values` always, for the answer of `wait` and `join`.
+    let modes = plan.modes.with(StreamMode::Values);
+    let mut stream = graph.stream_with(plan.input, &plan.config, modes, plan.options);
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                outcome.cancelled = true;
+                break;
+            }
+            chunk = stream.next() => match chunk {
+                None => break,
+                Some(Ok(chunk)) => outcome.absorb(&chunk, plan.modes),
+                Some(Err(err)) => {
+                    outcome.error = Some(error_json(&err));
+                    break;
+                }
+            },
+        }
+    }
+    // Dropping the stream cancels the run cleanly: the thread keeps its
+    // last saved checkpoint.
+    drop(stream);
+    Some((run, Some(graph)))
+}
+
+/// Brings the run's and the thread's records up to date, deletes a
+/// temporary thread, starts the thread's next run; the body `wait` and
+/// `join` answer.
+async fn finish(
+    core: &Arc<Core>,
+    thread_id: &str,
+    started: Option<(Run, Option<CompiledStateGraph>)>,
+    outcome: Outcome,
+) -> Bytes {
+    let mut gate = core.runs.gate(thread_id).await;
+    let mut thread = None;
+    let mut temporary = false;
+    if let Some((mut run, graph)) = started {
+        run.status = if outcome.error.is_some() {
+            RunStatus::Error
+        } else if outcome.cancelled {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Success
+        };
+        run.updated_at = chrono::Utc::now();
+        temporary = run.kwargs.temporary;
+        if let Err(err) = core.repository.replace_run(run).await {
+            tracing::error!(error = %err, "cannot record the run's end");
+        }
+        if let Some(graph) = graph {
+            let queued = !gate.pending.is_empty();
+            thread = refresh_thread(core, &graph, thread_id, outcome.error.clone(), queued).await;
+        }
+    }
+    let fallback = thread.clone();
+    let body = outcome.body(|| thread_body(fallback.as_ref()));
+    if temporary && let Err(err) = delete_thread(core, thread_id).await {
+        tracing::error!(error = %err, thread_id, "cannot delete a stateless run's thread");
+    }
+    gate.running = None;
+    start_next(core, thread_id, &mut gate);
+    body
+}
+
+/// The thread after a run: its latest values and interrupts, and the status
+/// they imply (`busy` while runs are queued). `None` when it is gone.
+async fn refresh_thread(
+    core: &Core,
+    graph: &CompiledStateGraph,
+    thread_id: &str,
+    error: Option<Value>,
+    queued: bool,
+) -> Option<Thread> {
+    let snapshot = graph.get_state(&RunnableConfig::thread(thread_id)).await;
+    let (status, content) = match snapshot
+        .map_err(|err| err.to_string())
+        .and_then(|snapshot| thread_content(&snapshot, error).map_err(|err| format!("{err:?}")))
+    {
+        Ok(found) => found,
+        Err(err) => {
+            tracing::error!(error = %err, thread_id, "cannot read the thread's state after a run");
+            return None;
+        }
+    };
+    let patch = ThreadPatch {
+        status: Some(if queued { ThreadStatus::Busy } else { status }),
+        content: Some(content),
+        ..ThreadPatch::default()
+    };
+    match core.repository.patch_thread(thread_id, patch).await {
+        Ok(thread) => thread,
+        Err(err) => {
+            tracing::error!(error = %err, thread_id, "cannot record the thread's state");
+            None
+        }
+    }
+}
+
+/// Deletes a thread's checkpoints, then its record and runs (checkpoints
+/// first: when that fails, the thread is still there to delete again).
+///
+/// # Errors
+/// The saver's or the repository's.
+pub(crate) async fn delete_thread(
+    core: &Core,
+    thread_id: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    use stategraph::checkpoint::CheckpointSaver;
+    core.saver.delete_thread(thread_id).await?;
+    core.repository.delete_thread(thread_id).await?;
+    Ok(())
+}

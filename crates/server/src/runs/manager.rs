@@ -1,0 +1,312 @@
+//! One run per thread: each thread's gate (the run executing and the runs
+//! queued behind it), the runs alive in this process, and the limit on
+//! runs executing at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use serde_json::{Map, Value};
+use tokio::sync::{OwnedMutexGuard, Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::request::{IfNotExists, RunRequest};
+use super::{MultitaskStrategy, Run};
+use crate::api::ApiError;
+use crate::server::Core;
+use crate::threads::{Thread, ThreadPatch, ThreadStatus};
+
+/// What a thread's gate guards: the run executing on the thread and the
+/// runs queued behind it, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    pub(crate) running: Option<String>,
+    pub(crate) pending: VecDeque<String>,
+}
+
+impl Gate {
+    /// A run is executing or queued.
+    pub(crate) fn busy(&self) -> bool {
+        self.running.is_some() || !self.pending.is_empty()
+    }
+}
+
+/// The runs of this process.
+#[derive(Debug)]
+pub(crate) struct RunManager {
+    // A gate per thread with runs; a gate is dropped from the map once idle
+    // and held by no one (see `GateGuard::drop`). Clones of a gate are made
+    // only under this lock.
+    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Gate>>>>,
+    live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    permits: Arc<Semaphore>,
+    retention: Duration,
+}
+
+/// A run alive in this process: pending, executing, or ended less than the
+/// retention time ago.
+#[derive(Debug)]
+pub(crate) struct LiveRun {
+    pub(crate) thread_id: String,
+    /// Fired to cancel the run.
+    pub(crate) cancel: CancellationToken,
+    // The body `wait` and `join` answer, set once when the run ends.
+    outcome: watch::Sender<Option<Bytes>>,
+}
+
+impl LiveRun {
+    /// The body `wait` and `join` answer, once the run has ended.
+    pub(crate) async fn outcome(&self) -> Bytes {
+        let mut receiver = self.outcome.subscribe();
+        match receiver.wait_for(Option::is_some).await {
+            Ok(body) => body.clone().unwrap_or_default(),
+            // The sender lives as long as `self`.
+            Err(_) => Bytes::from_static(b"{}"),
+        }
+    }
+
+    /// Whether the run has ended.
+    pub(crate) fn ended(&self) -> bool {
+        self.outcome.borrow().is_some()
+    }
+
+    pub(super) fn finish(&self, body: Bytes) {
+        self.outcome.send_replace(Some(body));
+    }
+}
+
+/// A run accepted: its record and its live handle.
+#[derive(Debug)]
+pub(crate) struct Submitted {
+    pub(crate) run: Run,
+    pub(crate) live: Arc<LiveRun>,
+}
+
+/// A thread's gate, locked; when dropped idle, the gate leaves the map.
+pub(crate) struct GateGuard<'a> {
+    manager: &'a RunManager,
+    thread_id: String,
+    guard: OwnedMutexGuard<Gate>,
+}
+
+impl Deref for GateGuard<'_> {
+    type Target = Gate;
+    fn deref(&self) -> &Gate {
+        &self.guard
+    }
+}
+
+impl DerefMut for GateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Gate {
+        &mut self.guard
+    }
+}
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        if self.guard.busy() {
+            return;
+        }
+        let mut gates = lock(&self.manager.gates);
+        let ours = OwnedMutexGuard::mutex(&self.guard);
+        // Held by the map and this guard alone: no one waits for it, and
+        // no one can get it without the map's lock, held here.
+        if gates
+            .get(&self.thread_id)
+            .is_some_and(|gate| Arc::ptr_eq(gate, ours) && Arc::strong_count(gate) == 2)
+        {
+            gates.remove(&self.thread_id);
+        }
+    }
+}
+
+/// A lock's data even after a panic elsewhere (each critical section here
+/// is a single insert or removal).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl RunManager {
+    /// At most `max_concurrent` runs execute at once; an ended run stays
+    /// joinable for `retention`.
+    pub(crate) fn new(max_concurrent: usize, retention: Duration) -> Self {
+        Self {
+            gates: Mutex::default(),
+            live: Mutex::default(),
+            permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            retention,
+        }
+    }
+
+    /// Locks a thread's gate (waits for whoever holds it).
+    pub(crate) async fn gate(&self, thread_id: &str) -> GateGuard<'_> {
+        let gate = lock(&self.gates)
+            .entry(thread_id.to_owned())
+            .or_default()
+            .clone();
+        GateGuard {
+            manager: self,
+            thread_id: thread_id.to_owned(),
+            guard: gate.lock_owned().await,
+        }
+    }
+
+    /// The live run with this id.
+    pub(crate) fn live(&self, run_id: &str) -> Option<Arc<LiveRun>> {
+        lock(&self.live).get(run_id).cloned()
+    }
+
+    /// A permit to execute (waits while `max_concurrent` runs execute).
+    pub(super) async fn permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.permits.clone().acquire_owned().await.ok()
+    }
+
+    /// Forgets an ended run after the retention time.
+    pub(super) fn retire(self: &Arc<Self>, run_id: String) {
+        let manager = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(manager.retention).await;
+            lock(&manager.live).remove(&run_id);
+        });
+    }
+
+    /// Cancels every run of a thread (it is being deleted): queued ones
+    /// leave the queue, the executing one is told to stop.
+    pub(crate) async fn cancel_thread(&self, thread_id: &str) {
+        let mut gate = self.gate(thread_id).await;
+        let queued: Vec<String> = gate.pending.drain(..).collect();
+        let running = gate.running.clone();
+        drop(gate);
+        self.drop_queued(&queued);
+        if let Some(run) = running.and_then(|id| self.live(&id)) {
+            run.cancel.cancel();
+        }
+    }
+
+    /// Cancels one run (it is being deleted): out of the queue if queued,
+    /// told to stop if executing.
+    pub(crate) async fn cancel_run(&self, thread_id: &str, run_id: &str) {
+        let mut gate = self.gate(thread_id).await;
+        if let Some(index) = gate.pending.iter().position(|id| id == run_id) {
+            gate.pending.remove(index);
+            drop(gate);
+            self.drop_queued(&[run_id.to_owned()]);
+        } else if gate.running.as_deref() == Some(run_id) {
+            drop(gate);
+            if let Some(run) = self.live(run_id) {
+                run.cancel.cancel();
+            }
+        }
+    }
+
+    /// Forgets runs taken out of their queue before they started; whoever
+    /// waits for them gets an empty answer.
+    fn drop_queued(&self, run_ids: &[String]) {
+        let mut live = lock(&self.live);
+        for run_id in run_ids {
+            if let Some(run) = live.remove(run_id) {
+                run.cancel.cancel();
+                run.finish(Bytes::from_static(b"{}"));
+            }
+        }
+    }
+}
+
+/// Accepts a run: on `thread_id` (created first when the request or a
+/// stateless route says so), under the thread's gate, so the multitask
+/// check and the insert are one step: ten concurrent `reject` runs on an
+/// idle thread give one run and nine 409s.
+///
+/// # Errors
+/// 404 `Thread or assistant not found.` for a missing thread; 409 for a
+/// busy thread under `reject`; 500 for the repository.
+pub(crate) async fn submit(
+    core: &Arc<Core>,
+    request: RunRequest,
+    thread_id: &str,
+    stateless: bool,
+) -> Result<Submitted, ApiError> {
+    let manager = &core.runs;
+    let mut gate = manager.gate(thread_id).await;
+    let assistant = core
+        .assistants
+        .iter()
+        .find(|a| a.assistant_id == request.assistant_id)
+        .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
+    let mut owner = Map::new();
+    owner.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
+    owner.insert(
+        "assistant_id".into(),
+        Value::String(assistant.assistant_id.clone()),
+    );
+    let now = chrono::Utc::now();
+    let thread = match core.repository.get_thread(thread_id).await? {
+        Some(thread) => thread,
+        None if stateless || request.if_not_exists == IfNotExists::Create => {
+            let mut metadata = owner.clone();
+            if stateless {
+                // A stateless run's thread is named by its assistant only.
+                metadata.remove("graph_id");
+            }
+            let mut thread = Thread::new(thread_id.to_owned(), metadata, now);
+            thread.status = ThreadStatus::Busy;
+            core.repository.insert_thread(thread.clone()).await?;
+            thread
+        }
+        None => return Err(ApiError::not_found("Thread or assistant not found.")),
+    };
+    if request.multitask_strategy == MultitaskStrategy::Reject && gate.busy() {
+        return Err(ApiError::conflict(
+            "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+        ));
+    }
+    let mut thread_metadata = thread.metadata.clone();
+    if !stateless {
+        thread_metadata.extend(owner.clone());
+    }
+    let run_config = request.config_other();
+    let run = request.into_run(
+        crate::wire::time_ordered_id(),
+        thread_id,
+        assistant,
+        &thread_metadata,
+        stateless,
+        now,
+    );
+    core.repository.insert_run(run.clone()).await?;
+    let mut config = run_config;
+    config.insert("configurable".into(), Value::Object(Map::new()));
+    let patch = ThreadPatch {
+        metadata: (!stateless).then_some(owner),
+        status: Some(ThreadStatus::Busy),
+        config: Some(config),
+        content: None,
+    };
+    core.repository.patch_thread(thread_id, patch).await?;
+    let live = Arc::new(LiveRun {
+        thread_id: thread_id.to_owned(),
+        cancel: CancellationToken::new(),
+        outcome: watch::Sender::new(None),
+    });
+    lock(&manager.live).insert(run.run_id.clone(), Arc::clone(&live));
+    gate.pending.push_back(run.run_id.clone());
+    start_next(core, thread_id, &mut gate);
+    Ok(Submitted { run, live })
+}
+
+/// Starts the thread's next queued run, unless one is executing.
+pub(super) fn start_next(core: &Arc<Core>, thread_id: &str, gate: &mut Gate) {
+    if gate.running.is_some() {
+        return;
+    }
+    if let Some(run_id) = gate.pending.pop_front() {
+        gate.running = Some(run_id.clone());
+        tokio::spawn(super::exec::execute(
+            Arc::clone(core),
+            thread_id.to_owned(),
+            run_id,
+        ));
+    }
+}

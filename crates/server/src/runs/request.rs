@@ -1,0 +1,499 @@
+//! A `RunCreate` body (API.md 5.2): parsed, checked, turned into the run
+//! record, and the record turned back into what the runtime runs.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use stategraph::graph::{Durability, RunOptions, StreamMode, StreamModes};
+use stategraph::pregel::{Command, Input};
+use stategraph::{CheckpointId, RunnableConfig};
+
+use super::{MultitaskStrategy, Run, RunConfig, RunKwargs, RunStatus};
+use crate::api::ApiError;
+use crate::assistants::Assistant;
+
+/// A `RunCreate` body, stateful or stateless. Null means absent; unknown
+/// fields are ignored, as the official server does.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RunCreate {
+    assistant_id: Option<String>,
+    input: Option<Value>,
+    command: Option<Value>,
+    metadata: Option<Map<String, Value>>,
+    config: Option<Map<String, Value>>,
+    context: Option<Map<String, Value>>,
+    checkpoint: Option<Map<String, Value>>,
+    checkpoint_id: Option<String>,
+    stream_mode: Option<OneOrMany<ModeName>>,
+    stream_subgraphs: Option<bool>,
+    stream_resumable: Option<bool>,
+    interrupt_before: Option<Breakpoints>,
+    interrupt_after: Option<Breakpoints>,
+    multitask_strategy: Option<MultitaskStrategy>,
+    if_not_exists: Option<IfNotExists>,
+    on_disconnect: Option<OnDisconnect>,
+    on_completion: Option<OnCompletion>,
+    durability: Option<DurabilityName>,
+    checkpoint_during: Option<bool>,
+    webhook: Option<Value>,
+    after_seconds: Option<f64>,
+    feedback_keys: Option<Value>,
+}
+
+/// One value or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+/// A stream mode's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ModeName {
+    Values,
+    Updates,
+    MessagesTuple,
+    Custom,
+    Messages,
+    Debug,
+    Events,
+    Tasks,
+    Checkpoints,
+    Tools,
+    Lifecycle,
+}
+
+impl ModeName {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Values => "values",
+            Self::Updates => "updates",
+            Self::MessagesTuple => "messages-tuple",
+            Self::Custom => "custom",
+            Self::Messages => "messages",
+            Self::Debug => "debug",
+            Self::Events => "events",
+            Self::Tasks => "tasks",
+            Self::Checkpoints => "checkpoints",
+            Self::Tools => "tools",
+            Self::Lifecycle => "lifecycle",
+        }
+    }
+
+    /// The runtime's mode behind it, for the modes this server streams.
+    fn runtime(self) -> Option<StreamMode> {
+        match self {
+            Self::Values => Some(StreamMode::Values),
+            Self::Updates => Some(StreamMode::Updates),
+            Self::MessagesTuple => Some(StreamMode::Messages),
+            Self::Custom => Some(StreamMode::Custom),
+            _ => None,
+        }
+    }
+}
+
+/// `interrupt_before` / `interrupt_after`: `"*"` or node names.
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[serde(untagged)]
+enum Breakpoints {
+    All(String),
+    Nodes(Vec<String>),
+}
+
+/// Whether a run on a thread that does not exist creates it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum IfNotExists {
+    /// 404 (the default).
+    #[default]
+    Reject,
+    /// A new thread with that id.
+    Create,
+}
+
+/// What a client's disconnect does to the run it streams or waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum OnDisconnect {
+    /// The run is cancelled.
+    Cancel,
+    /// The run goes on (the default).
+    #[default]
+    Continue,
+}
+
+/// What happens to a stateless run's thread when the run ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OnCompletion {
+    #[default]
+    Delete,
+    Keep,
+}
+
+/// `durability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DurabilityName {
+    Sync,
+    Async,
+    Exit,
+}
+
+/// A checked request: what creating the run needs.
+#[derive(Debug)]
+pub(crate) struct RunRequest {
+    /// The graph the assistant runs.
+    pub(crate) graph_id: String,
+    pub(crate) assistant_id: String,
+    pub(crate) multitask_strategy: MultitaskStrategy,
+    pub(crate) if_not_exists: IfNotExists,
+    pub(crate) on_disconnect: OnDisconnect,
+    metadata: Map<String, Value>,
+    kwargs: RunKwargs,
+}
+
+impl RunCreate {
+    /// Checks the body. `stateless`: a `/runs` route, whose run gets a
+    /// temporary thread.
+    ///
+    /// # Errors
+    /// 422 for a missing or unknown assistant, and for what this server
+    /// does not serve yet (it refuses rather than pretend); 400 for what
+    /// the official server refuses with 400.
+    pub(crate) fn check(
+        self,
+        assistants: &[Assistant],
+        resolve: impl Fn(&str) -> Result<String, ApiError>,
+        stateless: bool,
+    ) -> Result<RunRequest, ApiError> {
+        let Some(assistant) = self.assistant_id.as_deref() else {
+            return Err(ApiError::invalid("\"assistant_id\" is a required property"));
+        };
+        let assistant_id = resolve(assistant)?;
+        let Some(assistant) = assistants.iter().find(|a| a.assistant_id == assistant_id) else {
+            return Err(ApiError::not_found("Thread or assistant not found."));
+        };
+        let modes = match self.stream_mode {
+            None => vec![ModeName::Values],
+            Some(OneOrMany::One(mode)) => vec![mode],
+            Some(OneOrMany::Many(modes)) if modes.is_empty() => vec![ModeName::Values],
+            Some(OneOrMany::Many(modes)) => modes,
+        };
+        if let Some(mode) = modes.iter().find(|mode| mode.runtime().is_none()) {
+            return Err(ApiError::unsupported(&format!(
+                "stream_mode '{}'",
+                mode.as_str()
+            )));
+        }
+        let strategy = self.multitask_strategy.unwrap_or_default();
+        if matches!(
+            strategy,
+            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback
+        ) {
+            return Err(ApiError::unsupported(
+                "multitask_strategy 'interrupt' or 'rollback'",
+            ));
+        }
+        if self.webhook.is_some() {
+            return Err(ApiError::unsupported("webhook"));
+        }
+        if self.feedback_keys.is_some() {
+            return Err(ApiError::unsupported("feedback_keys"));
+        }
+        if self.after_seconds.is_some_and(|seconds| seconds > 0.0) {
+            return Err(ApiError::unsupported("after_seconds"));
+        }
+        for breakpoints in [&self.interrupt_before, &self.interrupt_after] {
+            if let Some(Breakpoints::All(all)) = breakpoints
+                && all != "*"
+            {
+                return Err(ApiError::invalid(format!(
+                    "interrupt_before and interrupt_after take \"*\" or a list of nodes, not {all:?}"
+                )));
+            }
+        }
+        if let Some(command) = &self.command {
+            Command::from_json(command.clone())
+                .map_err(|err| ApiError::invalid(format!("Invalid command: {}", err.0)))?;
+            if stateless && command.get("resume").is_some_and(truthy) {
+                return Err(ApiError::bad_request(
+                    "You must provide a thread_id when resuming.",
+                ));
+            }
+        }
+        let mut config = self.config.unwrap_or_default();
+        let mut configurable = match config.remove("configurable") {
+            Some(Value::Object(map)) => map,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => {
+                return Err(ApiError::invalid("config.configurable must be an object"));
+            }
+        };
+        let config_metadata = match config.remove("metadata") {
+            Some(Value::Object(map)) => map,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => return Err(ApiError::invalid("config.metadata must be an object")),
+        };
+        let context = self.context.unwrap_or_default();
+        if !configurable.is_empty() && !context.is_empty() {
+            return Err(ApiError::bad_request(
+                "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.",
+            ));
+        }
+        // As the official server: a given context is mirrored into
+        // `configurable` (marked), else `context` mirrors `configurable`.
+        let context = if context.is_empty() {
+            configurable.clone()
+        } else {
+            configurable = context.clone();
+            configurable.insert("__context_provided__".into(), Value::Bool(true));
+            context
+        };
+        if let Some(id) = self.checkpoint_id {
+            configurable.insert("checkpoint_id".into(), Value::String(id));
+        }
+        if let Some(checkpoint) = self.checkpoint {
+            configurable.extend(checkpoint);
+        }
+        let temporary = stateless && self.on_completion.unwrap_or_default() == OnCompletion::Delete;
+        let durability = match (self.durability, self.checkpoint_during) {
+            (Some(DurabilityName::Sync), _) => "sync",
+            (Some(DurabilityName::Exit), _) | (None, Some(false)) => "exit",
+            (Some(DurabilityName::Async), _) | (None, _) => "async",
+        };
+        let breakpoints = |b: Option<Breakpoints>| {
+            b.map_or(Value::Null, |b| {
+                serde_json::to_value(b).unwrap_or(Value::Null)
+            })
+        };
+        let kwargs = RunKwargs {
+            input: self.input.unwrap_or(Value::Null),
+            command: self.command.unwrap_or(Value::Null),
+            config: RunConfig {
+                configurable,
+                metadata: config_metadata,
+                other: config,
+            },
+            context,
+            stream_mode: modes.iter().map(|m| m.as_str().to_owned()).collect(),
+            interrupt_before: breakpoints(self.interrupt_before),
+            interrupt_after: breakpoints(self.interrupt_after),
+            webhook: Value::Null,
+            feedback_keys: Value::Null,
+            temporary,
+            subgraphs: self.stream_subgraphs.unwrap_or(false),
+            resumable: self.stream_resumable.unwrap_or(false),
+            checkpoint_during: self.checkpoint_during.unwrap_or(true),
+            durability: durability.to_owned(),
+        };
+        Ok(RunRequest {
+            graph_id: assistant.graph_id.clone(),
+            assistant_id,
+            multitask_strategy: strategy,
+            if_not_exists: self.if_not_exists.unwrap_or_default(),
+            on_disconnect: self.on_disconnect.unwrap_or_default(),
+            metadata: self.metadata.unwrap_or_default(),
+            kwargs,
+        })
+    }
+}
+
+/// Python's truthiness of a JSON value.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+impl RunRequest {
+    /// The request's config keys other than `configurable` and `metadata`
+    /// (`tags`, `recursion_limit`): what its thread's config keeps.
+    pub(crate) fn config_other(&self) -> Map<String, Value> {
+        self.kwargs.config.other.clone()
+    }
+
+    /// The pending run record, on `thread_id` whose metadata is
+    /// `thread_metadata`, as the official server fills it: metadata merged
+    /// from the assistant, the thread, the config and the request (the
+    /// assistant id always the resolved one); the configurable keys the
+    /// server adds.
+    pub(crate) fn into_run(
+        self,
+        run_id: String,
+        thread_id: &str,
+        assistant: &Assistant,
+        thread_metadata: &Map<String, Value>,
+        stateless: bool,
+        now: DateTime<Utc>,
+    ) -> Run {
+        let mut metadata = assistant.metadata.clone();
+        if !stateless {
+            metadata.extend(thread_metadata.clone());
+        }
+        metadata.extend(self.kwargs.config.metadata.clone());
+        metadata.extend(self.metadata);
+        metadata.insert(
+            "assistant_id".into(),
+            Value::String(self.assistant_id.clone()),
+        );
+        let mut kwargs = self.kwargs;
+        let configurable = &mut kwargs.config.configurable;
+        let defaults = [
+            ("langgraph_auth_user", Value::Null),
+            ("langgraph_auth_user_id", Value::String(String::new())),
+            ("langgraph_auth_permissions", Value::Array(Vec::new())),
+            (
+                "langgraph_request_id",
+                Value::String(crate::wire::random_id()),
+            ),
+            (
+                "__request_start_time_ms__",
+                Value::from(now.timestamp_millis()),
+            ),
+            ("__after_seconds__", Value::from(0)),
+        ];
+        for (key, value) in defaults {
+            configurable.entry(key).or_insert(value);
+        }
+        let user_id = configurable
+            .get("user_id")
+            .cloned()
+            .unwrap_or_else(|| Value::String(String::new()));
+        configurable.insert("run_id".into(), Value::String(run_id.clone()));
+        configurable.insert("thread_id".into(), Value::String(thread_id.to_owned()));
+        configurable.insert("graph_id".into(), Value::String(self.graph_id.clone()));
+        configurable.insert(
+            "assistant_id".into(),
+            Value::String(self.assistant_id.clone()),
+        );
+        configurable.insert("user_id".into(), user_id);
+        kwargs.config.metadata = metadata.clone();
+        Run {
+            run_id,
+            thread_id: thread_id.to_owned(),
+            assistant_id: self.assistant_id,
+            metadata,
+            status: RunStatus::Pending,
+            kwargs,
+            multitask_strategy: self.multitask_strategy,
+            created_at: now,
+            updated_at: now,
+            langsmith_session_name: None,
+        }
+    }
+}
+
+/// What the runtime runs for a run record.
+pub(crate) struct Plan {
+    pub(crate) input: Input,
+    pub(crate) config: RunnableConfig,
+    /// The modes the client asked for.
+    pub(crate) modes: StreamModes,
+    pub(crate) options: RunOptions,
+}
+
+impl Plan {
+    /// The plan of `run`, from its record alone (so any process holding the
+    /// record can execute it).
+    ///
+    /// # Errors
+    /// What the record holds that the runtime cannot take: a command of
+    /// another shape (LangGraph's `InvalidUpdateError`).
+    pub(crate) fn of(run: &Run) -> Result<Self, String> {
+        let kwargs = &run.kwargs;
+        let input = if !kwargs.command.is_null() {
+            Input::Command(Command::from_json(kwargs.command.clone()).map_err(|err| err.0)?)
+        } else if kwargs.input.is_null() {
+            Input::Resume
+        } else {
+            Input::Value(stategraph::Value::from_json(kwargs.input.clone()))
+        };
+        let mut config = RunnableConfig::thread(&run.thread_id);
+        for (key, value) in &kwargs.config.configurable {
+            match (key.as_str(), value) {
+                ("thread_id", _) => {}
+                ("checkpoint_id", Value::String(id)) => {
+                    config = config.with_checkpoint_id(CheckpointId::from(id.as_str()));
+                }
+                ("checkpoint_ns", Value::String(ns)) => config = config.with_checkpoint_ns(ns),
+                _ => config = config.with_configurable(key, value.clone()),
+            }
+        }
+        config.metadata = kwargs.config.metadata.clone();
+        // LangGraph Server's checkpoints name their thread in metadata.
+        config
+            .metadata
+            .insert("thread_id".into(), Value::String(run.thread_id.clone()));
+        config.run_id = Some(run.run_id.clone());
+        if let Some(Value::Array(tags)) = kwargs.config.other.get("tags") {
+            config.tags = tags
+                .iter()
+                .filter_map(|tag| tag.as_str().map(str::to_owned))
+                .collect();
+        }
+        if let Some(limit) = kwargs
+            .config
+            .other
+            .get("recursion_limit")
+            .and_then(Value::as_u64)
+        {
+            config = config.with_recursion_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        let mut modes = StreamModes::NONE;
+        for name in &kwargs.stream_mode {
+            let mode: ModeName = serde_json::from_value(Value::String(name.clone()))
+                .map_err(|_| format!("unknown stream mode {name:?}"))?;
+            if let Some(mode) = mode.runtime() {
+                modes = modes.with(mode);
+            }
+        }
+        let durability = match kwargs.durability.as_str() {
+            "sync" => Durability::Sync,
+            "exit" => Durability::Exit,
+            _ => Durability::Async,
+        };
+        let mut options = RunOptions::new()
+            .subgraphs(kwargs.subgraphs)
+            .durability(durability);
+        if let Some(nodes) = breakpoint_nodes(&kwargs.interrupt_before) {
+            options = options.interrupt_before(nodes);
+        }
+        if let Some(nodes) = breakpoint_nodes(&kwargs.interrupt_after) {
+            options = options.interrupt_after(nodes);
+        }
+        let context_given =
+            kwargs.config.configurable.get("__context_provided__") == Some(&Value::Bool(true));
+        if context_given {
+            options = options.context_json(Value::Object(kwargs.context.clone()));
+        }
+        Ok(Self {
+            input,
+            config,
+            modes,
+            options,
+        })
+    }
+}
+
+/// `"*"` or a list of node names, as the runtime takes them.
+fn breakpoint_nodes(value: &Value) -> Option<Vec<String>> {
+    match value {
+        Value::String(all) => Some(vec![all.clone()]),
+        Value::Array(nodes) => Some(
+            nodes
+                .iter()
+                .filter_map(|node| node.as_str().map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
