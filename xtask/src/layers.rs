@@ -75,6 +75,11 @@ pub(crate) fn check_metadata(document: &str) -> Result<()> {
         for dep in package["dependencies"].as_array().into_iter().flatten() {
             let dep_name = dep["name"].as_str().unwrap_or_default();
             let kind = dep["kind"].as_str().unwrap_or("normal");
+            // A crate's tests may turn on its own features (a dev-dependency
+            // on itself): that is no edge between crates.
+            if dep_name == name && kind == "dev" {
+                continue;
+            }
             if let Some((_, allowed)) = CONFINED.iter().find(|(heavy, _)| *heavy == dep_name)
                 && kind != "dev"
                 && !allowed.contains(&name)
@@ -179,6 +184,25 @@ mod tests {
         .to_string();
         assert!(
             err.contains("stategraph-channels (layer 1) -> stategraph-checkpoint (layer 1)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_crate_may_turn_on_its_own_features_for_its_tests() {
+        check(vec![package(
+            "stategraph-server",
+            &[("stategraph-server", "dev")],
+        )])
+        .unwrap();
+        let err = check(vec![package(
+            "stategraph-server",
+            &[("stategraph-server", "normal")],
+        )])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("stategraph-server (layer 8) -> stategraph-server"),
             "{err}"
         );
     }
