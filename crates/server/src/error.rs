@@ -32,6 +32,10 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A setting names something this server does not serve yet (a
+    /// database other than `memory`).
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
     /// Two graphs registered under one id.
     #[error("graph id {0:?} is registered twice")]
     DuplicateGraph(String),
@@ -55,6 +59,7 @@ impl Error {
             | Self::InvalidSetting { .. }
             | Self::DuplicateGraph(_) => ErrorKind::InvalidInput,
             Self::Listen { .. } => ErrorKind::Backend,
+            Self::Unsupported(_) => ErrorKind::Unsupported,
         }
     }
 }

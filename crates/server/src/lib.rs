@@ -16,4 +16,6 @@ mod wire;
 
 pub use error::Error;
 pub use server::{BoundServer, Server, ServerBuilder};
-pub use settings::{HttpSettings, RunSettings, ServerSettings, Settings, StreamSettings};
+pub use settings::{
+    DatabaseSettings, HttpSettings, RunSettings, ServerSettings, Settings, StreamSettings,
+};

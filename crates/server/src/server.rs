@@ -43,7 +43,8 @@ impl ServerBuilder {
     /// # Errors
     /// Two graphs under one id ([`Error::DuplicateGraph`]); an origin in
     /// `http.cors_allow_origins` that is not a header value
-    /// ([`Error::InvalidSetting`]).
+    /// ([`Error::InvalidSetting`]); a `database.url` other than `memory`
+    /// ([`Error::Unsupported`]).
     pub fn build(self) -> Result<Server, Error> {
         for origin in &self.settings.http.cors_allow_origins {
             if axum::http::HeaderValue::from_str(origin).is_err() {
@@ -52,6 +53,12 @@ impl ServerBuilder {
                     message: format!("{origin:?} is not an origin"),
                 });
             }
+        }
+        if self.settings.database.url != "memory" {
+            return Err(Error::Unsupported(format!(
+                "database.url {:?}: only \"memory\" is served so far",
+                self.settings.database.url
+            )));
         }
         for (index, (id, _)) in self.graphs.iter().enumerate() {
             if self.graphs[..index].iter().any(|(other, _)| other == id) {

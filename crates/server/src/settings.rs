@@ -16,10 +16,31 @@ pub struct Settings {
     pub server: ServerSettings,
     /// HTTP limits and CORS.
     pub http: HttpSettings,
+    /// Where the server keeps its records.
+    pub database: DatabaseSettings,
     /// How runs execute.
     pub runs: RunSettings,
     /// Streams and the long answers of `wait` and `join`.
     pub streams: StreamSettings,
+}
+
+/// Where the server keeps its records (threads, runs), checkpoints and
+/// store items.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct DatabaseSettings {
+    /// `memory` (the default): everything in this process, gone when it
+    /// stops. SQLite and PostgreSQL URLs are not served yet.
+    pub url: String,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: "memory".into(),
+        }
+    }
 }
 
 /// How runs execute.
@@ -43,13 +64,21 @@ impl Default for RunSettings {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct StreamSettings {
-    /// A keep-alive is sent this often while an answer is not ready
-    /// (default 5 seconds, as the official server): a `\n` before a
-    /// `wait` or `join` body.
+    /// A keep-alive is sent this often (default 5 seconds, as the official
+    /// server): a `: heartbeat` comment on SSE responses, a `\n` before a
+    /// `wait` or `join` body that is not ready.
     pub heartbeat_seconds: f64,
     /// How long an ended run stays joinable in this process (default 120
     /// seconds).
     pub resumable_ttl_seconds: u64,
+    /// How many events an SSE client may fall behind before the server
+    /// ends its response (default 1024; it reconnects with its last event
+    /// id, so a resumable run's client loses nothing). The run never waits
+    /// for a reader.
+    pub subscriber_buffer_events: usize,
+    /// The most bytes of events a resumable run keeps for replay (default
+    /// 16 MiB); past it the oldest are dropped, with a warning.
+    pub run_log_max_bytes: usize,
 }
 
 impl Default for StreamSettings {
@@ -57,6 +86,8 @@ impl Default for StreamSettings {
         Self {
             heartbeat_seconds: 5.0,
             resumable_ttl_seconds: 120,
+            subscriber_buffer_events: 1024,
+            run_log_max_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -185,6 +216,10 @@ impl Settings {
         if let Some(bytes) = var("STATEGRAPH_MAX_BODY_BYTES") {
             self.http.max_body_bytes =
                 parse("STATEGRAPH_MAX_BODY_BYTES", bytes, "a number of bytes")?;
+        }
+        // `DATABASE_URI` is the official server's name for it.
+        if let Some(url) = var("STATEGRAPH_DATABASE_URL").or_else(|| var("DATABASE_URI")) {
+            self.database.url = url;
         }
         if let Some(runs) = var("STATEGRAPH_MAX_CONCURRENT_RUNS") {
             self.runs.max_concurrent =

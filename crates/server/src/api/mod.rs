@@ -3,6 +3,7 @@
 mod assistants;
 mod runs;
 mod state;
+mod stream;
 mod threads;
 
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub(crate) fn router(state: ApiState) -> Router {
         .merge(threads::routes())
         .merge(state::routes())
         .merge(runs::routes())
+        .merge(stream::routes())
         .with_state(state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

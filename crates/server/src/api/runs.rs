@@ -37,19 +37,23 @@ pub(super) fn routes() -> Router<ApiState> {
 }
 
 /// A run id from a path, in its canonical form.
-fn run_id(raw: &str) -> Result<String, ApiError> {
+pub(super) fn run_id(raw: &str) -> Result<String, ApiError> {
     uuid::Uuid::parse_str(raw)
         .map(|id| id.to_string())
         .map_err(|_| ApiError::invalid("Invalid run ID: must be a UUID"))
 }
 
 /// A path as a header value (ids are UUIDs, so always valid).
-fn path_header(path: String) -> HeaderValue {
+pub(super) fn path_header(path: String) -> HeaderValue {
     HeaderValue::try_from(path).unwrap_or_else(|_| HeaderValue::from_static("/"))
 }
 
 /// A run request checked against the served assistants.
-fn checked(state: &ApiState, body: &Bytes, stateless: bool) -> Result<RunRequest, ApiError> {
+pub(super) fn checked(
+    state: &ApiState,
+    body: &Bytes,
+    stateless: bool,
+) -> Result<RunRequest, ApiError> {
     let request: RunCreate = parse_body(body)?;
     request.check(
         &state.assistants,
@@ -67,7 +71,7 @@ async fn create(
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
     let request = checked(&state, &body, false)?;
-    let submitted = submit(&state, request, &thread_id, false).await?;
+    let submitted = submit(&state, request, &thread_id, false, false).await?;
     let location = format!("/threads/{thread_id}/runs/{}", submitted.run.run_id);
     Ok(with_headers(
         Json(&submitted.run),
@@ -82,7 +86,7 @@ async fn create_stateless(
 ) -> Result<Response, ApiError> {
     let request = checked(&state, &body, true)?;
     let thread_id = crate::wire::time_ordered_id();
-    let submitted = submit(&state, request, &thread_id, true).await?;
+    let submitted = submit(&state, request, &thread_id, true, false).await?;
     let location = format!("/runs/{}", submitted.run.run_id);
     Ok(with_headers(
         Json(&submitted.run),
@@ -108,7 +112,7 @@ async fn batch(State(state): State<ApiState>, body: Bytes) -> Result<Response, A
     let mut runs = Vec::with_capacity(checked.len());
     for request in checked {
         let thread_id = crate::wire::time_ordered_id();
-        runs.push(submit(&state, request, &thread_id, true).await?.run);
+        runs.push(submit(&state, request, &thread_id, true, false).await?.run);
     }
     Ok(Json(runs).into_response())
 }
@@ -170,6 +174,14 @@ fn run_locations(thread_id: &str, run_id: &str) -> [(&'static str, HeaderValue);
     ]
 }
 
+/// `cancel_on_disconnect=true|yes|1` in a join's query.
+pub(super) fn cancel_on_disconnect(query: Option<&str>) -> Result<bool, ApiError> {
+    Ok(query_pairs(query)?.iter().any(|(key, value)| {
+        key == "cancel_on_disconnect"
+            && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
+    }))
+}
+
 /// `POST /threads/{id}/runs/wait`: a run, answered with its final values
 /// (or `{"__error__": ...}` with 200, as the official server).
 async fn wait(
@@ -180,7 +192,7 @@ async fn wait(
     let thread_id = thread_id(&raw_id)?;
     let request = checked(&state, &body, false)?;
     let cancel = request.on_disconnect == OnDisconnect::Cancel;
-    let submitted = submit(&state, request, &thread_id, false).await?;
+    let submitted = submit(&state, request, &thread_id, false, false).await?;
     let headers = run_locations(&thread_id, &submitted.run.run_id);
     let heartbeat = state.settings.streams.heartbeat();
     Ok(with_headers(
@@ -194,7 +206,7 @@ async fn wait_stateless(State(state): State<ApiState>, body: Bytes) -> Result<Re
     let request = checked(&state, &body, true)?;
     let cancel = request.on_disconnect == OnDisconnect::Cancel;
     let thread_id = crate::wire::time_ordered_id();
-    let submitted = submit(&state, request, &thread_id, true).await?;
+    let submitted = submit(&state, request, &thread_id, true, false).await?;
     let headers = run_locations(&thread_id, &submitted.run.run_id);
     let heartbeat = state.settings.streams.heartbeat();
     Ok(with_headers(
@@ -204,7 +216,7 @@ async fn wait_stateless(State(state): State<ApiState>, body: Bytes) -> Result<Re
 }
 
 /// The pairs of a query string (`select` may repeat).
-fn query_pairs(query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+pub(super) fn query_pairs(query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
     serde_urlencoded::from_str(query.unwrap_or_default())
         .map_err(|err| ApiError::invalid(format!("Invalid query string: {err}")))
 }

@@ -12,7 +12,7 @@ use stategraph::graph::{CompiledStateGraph, StreamChunk, StreamMode, StreamModes
 use stategraph::pregel::PregelError;
 use tokio_util::sync::CancellationToken;
 
-use super::manager::start_next;
+use super::manager::{LiveRun, start_next};
 use super::request::Plan;
 use super::{Run, RunStatus};
 use crate::server::Core;
@@ -94,6 +94,20 @@ pub(crate) fn with_response_schema(mut json: Value) -> Value {
     json
 }
 
+/// An error event's data: `{"error", "message"}` in that order.
+fn error_bytes(error: &Value) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct ErrorEvent<'a> {
+        error: &'a Value,
+        message: &'a Value,
+    }
+    let event = ErrorEvent {
+        error: &error["error"],
+        message: &error["message"],
+    };
+    serde_json::to_vec(&event).unwrap_or_default()
+}
+
 /// A run's error as the API shows it: LangGraph's class and the message.
 fn error_json(err: &PregelError) -> Value {
     let (class, message) = match err {
@@ -142,16 +156,50 @@ pub(crate) fn thread_body(thread: Option<&Thread>) -> Value {
 /// thread's queue), then finishes it.
 pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) {
     let live = core.runs.live(&run_id);
-    let cancel = live
-        .as_ref()
-        .map_or_else(CancellationToken::new, |live| live.cancel.clone());
     let mut outcome = Outcome::default();
-    let started = drive(&core, &thread_id, &run_id, &cancel, &mut outcome).await;
+    let started = drive(&core, &thread_id, &run_id, live.as_deref(), &mut outcome).await;
     let body = finish(&core, &thread_id, started, outcome).await;
     if let Some(live) = live {
+        // Streams end once the records say how the run ended, so a client
+        // that reads the run after its stream sees its final status.
+        live.events.close();
         live.finish(body);
         core.runs.retire(run_id);
     }
+}
+
+/// The SSE name of a chunk's event: its mode (`messages` for
+/// `messages-tuple`), then `|` and the namespace's segments for a
+/// subgraph's chunk (API.md 7.4).
+fn event_name(chunk: &StreamChunk) -> String {
+    let mode = chunk.mode.as_str();
+    if chunk.namespace.is_empty() {
+        return mode.to_owned();
+    }
+    let mut name = mode.to_owned();
+    for segment in chunk.namespace.iter() {
+        name.push('|');
+        name.push_str(segment);
+    }
+    name
+}
+
+/// A chunk's data as compact JSON, in one pass; an interrupt gets its
+/// `response_schema` slot (only chunks that carry one are parsed again).
+fn event_data(chunk: &StreamChunk) -> Vec<u8> {
+    let bytes = serde_json::to_vec(&chunk.data).unwrap_or_else(|_| b"null".to_vec());
+    let state = matches!(chunk.mode, StreamMode::Values | StreamMode::Updates);
+    if state && contains(&bytes, b"\"__interrupt__\"") {
+        let patched = with_response_schema(chunk.to_json());
+        return serde_json::to_vec(&patched).unwrap_or(bytes);
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
 }
 
 /// Streams the run's graph into `outcome`. The run's record as it started,
@@ -161,9 +209,15 @@ async fn drive(
     core: &Core,
     thread_id: &str,
     run_id: &str,
-    cancel: &CancellationToken,
+    live: Option<&LiveRun>,
     outcome: &mut Outcome,
 ) -> Option<(Run, Option<CompiledStateGraph>)> {
+    let cancel = live.map_or_else(CancellationToken::new, |live| live.cancel.clone());
+    let publish = |name: &str, data: &[u8]| {
+        if let Some(live) = live {
+            live.events.publish(name, data);
+        }
+    };
     let _permit = core.runs.permit().await;
     let mut run = match core.repository.get_run(thread_id, run_id).await {
         Ok(Some(run)) if run.status == RunStatus::Pending => run,
@@ -211,10 +265,16 @@ async fn drive(
             return Some((run, Some(graph)));
         }
     }
+    // Its key order is the official one, byte for byte (TRANSCRIPTS.md
+    // section 4).
+    let metadata = format!(r#"{{"run_id":"{run_id}","attempt":1}}"#);
+    publish("metadata", metadata.as_bytes());
     let plan = match Plan::of(&run) {
         Ok(plan) => plan,
         Err(message) => {
-            outcome.error = Some(json!({"error": "InvalidUpdateError", "message": message}));
+            let error = json!({"error": "InvalidUpdateError", "message": message});
+            publish("error", error_bytes(&error).as_slice());
+            outcome.error = Some(error);
             return Some((run, Some(graph)));
         }
     };
@@ -230,9 +290,16 @@ async fn drive(
             }
             chunk = stream.next() => match chunk {
                 None => break,
-                Some(Ok(chunk)) => outcome.absorb(&chunk, plan.modes),
+                Some(Ok(chunk)) => {
+                    if plan.modes.contains(chunk.mode) {
+                        publish(&event_name(&chunk), &event_data(&chunk));
+                    }
+                    outcome.absorb(&chunk, plan.modes);
+                }
                 Some(Err(err)) => {
-                    outcome.error = Some(error_json(&err));
+                    let error = error_json(&err);
+                    publish("error", error_bytes(&error).as_slice());
+                    outcome.error = Some(error);
                     break;
                 }
             },

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{OwnedMutexGuard, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::events::{RunChannel, StartAt, Subscription};
 use super::request::{IfNotExists, RunRequest};
 use super::{MultitaskStrategy, Run};
 use crate::api::ApiError;
@@ -52,6 +53,8 @@ pub(crate) struct LiveRun {
     pub(crate) thread_id: String,
     /// Fired to cancel the run.
     pub(crate) cancel: CancellationToken,
+    /// Its events, for SSE clients.
+    pub(crate) events: RunChannel,
     // The body `wait` and `join` answer, set once when the run ends.
     outcome: watch::Sender<Option<Bytes>>,
 }
@@ -77,11 +80,12 @@ impl LiveRun {
     }
 }
 
-/// A run accepted: its record and its live handle.
-#[derive(Debug)]
+/// A run accepted: its record, its live handle, and (when asked for) a
+/// subscription to its events taken before it could start.
 pub(crate) struct Submitted {
     pub(crate) run: Run,
     pub(crate) live: Arc<LiveRun>,
+    pub(crate) events: Option<Subscription>,
 }
 
 /// A thread's gate, locked; when dropped idle, the gate leaves the map.
@@ -208,6 +212,7 @@ impl RunManager {
         for run_id in run_ids {
             if let Some(run) = live.remove(run_id) {
                 run.cancel.cancel();
+                run.events.close();
                 run.finish(Bytes::from_static(b"{}"));
             }
         }
@@ -217,7 +222,8 @@ impl RunManager {
 /// Accepts a run: on `thread_id` (created first when the request or a
 /// stateless route says so), under the thread's gate, so the multitask
 /// check and the insert are one step: ten concurrent `reject` runs on an
-/// idle thread give one run and nine 409s.
+/// idle thread give one run and nine 409s. `subscribe`: the caller streams
+/// the run, so it subscribes to the events before the run can start.
 ///
 /// # Errors
 /// 404 `Thread or assistant not found.` for a missing thread; 409 for a
@@ -227,6 +233,7 @@ pub(crate) async fn submit(
     request: RunRequest,
     thread_id: &str,
     stateless: bool,
+    subscribe: bool,
 ) -> Result<Submitted, ApiError> {
     let manager = &core.runs;
     let mut gate = manager.gate(thread_id).await;
@@ -242,18 +249,20 @@ pub(crate) async fn submit(
         Value::String(assistant.assistant_id.clone()),
     );
     let now = chrono::Utc::now();
-    let thread = match core.repository.get_thread(thread_id).await? {
-        Some(thread) => thread,
+    // The thread's metadata when it was there before this run.
+    let existing = match core.repository.get_thread(thread_id).await? {
+        Some(thread) => {
+            let mut metadata = thread.metadata;
+            metadata.extend(owner.clone());
+            Some(metadata)
+        }
         None if stateless || request.if_not_exists == IfNotExists::Create => {
             let mut metadata = owner.clone();
-            if stateless {
-                // A stateless run's thread is named by its assistant only.
-                metadata.remove("graph_id");
-            }
+            metadata.extend(request.new_thread_metadata());
             let mut thread = Thread::new(thread_id.to_owned(), metadata, now);
             thread.status = ThreadStatus::Busy;
-            core.repository.insert_thread(thread.clone()).await?;
-            thread
+            core.repository.insert_thread(thread).await?;
+            None
         }
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
@@ -262,38 +271,40 @@ pub(crate) async fn submit(
             "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
         ));
     }
-    let mut thread_metadata = thread.metadata.clone();
-    if !stateless {
-        thread_metadata.extend(owner.clone());
-    }
     let run_config = request.config_other();
     let run = request.into_run(
         crate::wire::time_ordered_id(),
         thread_id,
         assistant,
-        &thread_metadata,
-        stateless,
+        existing.as_ref(),
         now,
     );
     core.repository.insert_run(run.clone()).await?;
     let mut config = run_config;
     config.insert("configurable".into(), Value::Object(Map::new()));
     let patch = ThreadPatch {
-        metadata: (!stateless).then_some(owner),
+        metadata: Some(owner),
         status: Some(ThreadStatus::Busy),
         config: Some(config),
         content: None,
     };
     core.repository.patch_thread(thread_id, patch).await?;
+    let streams = &core.settings.streams;
     let live = Arc::new(LiveRun {
         thread_id: thread_id.to_owned(),
         cancel: CancellationToken::new(),
+        events: RunChannel::new(
+            run.kwargs.resumable,
+            streams.subscriber_buffer_events,
+            streams.run_log_max_bytes,
+        ),
         outcome: watch::Sender::new(None),
     });
+    let events = subscribe.then(|| live.events.subscribe(StartAt::Now));
     lock(&manager.live).insert(run.run_id.clone(), Arc::clone(&live));
     gate.pending.push_back(run.run_id.clone());
     start_next(core, thread_id, &mut gate);
-    Ok(Submitted { run, live })
+    Ok(Submitted { run, live, events })
 }
 
 /// Starts the thread's next queued run, unless one is executing.

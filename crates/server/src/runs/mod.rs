@@ -2,6 +2,7 @@
 //! what a request asks for ([`request`]), the manager that keeps one run
 //! per thread ([`manager`]) and the task that executes one ([`exec`]).
 
+pub(crate) mod events;
 pub(crate) mod exec;
 pub(crate) mod manager;
 pub(crate) mod request;

@@ -90,7 +90,10 @@ impl ModeName {
             Self::Updates => Some(StreamMode::Updates),
             Self::MessagesTuple => Some(StreamMode::Messages),
             Self::Custom => Some(StreamMode::Custom),
-            _ => None,
+            Self::Debug => Some(StreamMode::Debug),
+            Self::Tasks => Some(StreamMode::Tasks),
+            Self::Checkpoints => Some(StreamMode::Checkpoints),
+            Self::Messages | Self::Events | Self::Tools | Self::Lifecycle => None,
         }
     }
 }
@@ -315,28 +318,35 @@ fn truthy(value: &Value) -> bool {
 }
 
 impl RunRequest {
+    /// What a thread this run creates is given as metadata besides its
+    /// graph and assistant: the config's metadata, then the request's.
+    pub(crate) fn new_thread_metadata(&self) -> Map<String, Value> {
+        let mut metadata = self.kwargs.config.metadata.clone();
+        metadata.extend(self.metadata.clone());
+        metadata
+    }
+
     /// The request's config keys other than `configurable` and `metadata`
     /// (`tags`, `recursion_limit`): what its thread's config keeps.
     pub(crate) fn config_other(&self) -> Map<String, Value> {
         self.kwargs.config.other.clone()
     }
 
-    /// The pending run record, on `thread_id` whose metadata is
-    /// `thread_metadata`, as the official server fills it: metadata merged
-    /// from the assistant, the thread, the config and the request (the
-    /// assistant id always the resolved one); the configurable keys the
-    /// server adds.
+    /// The pending run record, on `thread_id`, as the official server fills
+    /// it: metadata merged from the assistant, the thread's metadata when
+    /// the thread was there before the run (`existing`), the config and the
+    /// request (the assistant id always the resolved one); the configurable
+    /// keys the server adds.
     pub(crate) fn into_run(
         self,
         run_id: String,
         thread_id: &str,
         assistant: &Assistant,
-        thread_metadata: &Map<String, Value>,
-        stateless: bool,
+        existing: Option<&Map<String, Value>>,
         now: DateTime<Utc>,
     ) -> Run {
         let mut metadata = assistant.metadata.clone();
-        if !stateless {
+        if let Some(thread_metadata) = existing {
             metadata.extend(thread_metadata.clone());
         }
         metadata.extend(self.kwargs.config.metadata.clone());

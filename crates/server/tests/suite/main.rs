@@ -6,6 +6,7 @@
 
 mod http;
 mod runs;
+mod sse;
 mod state;
 mod support;
 mod threads;

@@ -1,0 +1,206 @@
+//! SSE run streams: `POST /threads/{id}/runs/stream`, stateless
+//! `POST /runs/stream`, and the join `GET /threads/{id}/runs/{run_id}/stream`
+//! with `Last-Event-ID` (API.md 7; TRANSCRIPTS.md sections 4, 11, 12, 16).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use futures::StreamExt;
+
+use super::runs::{cancel_on_disconnect, checked, path_header, run_id};
+use super::{ApiError, ApiState, thread_id, with_headers};
+use crate::runs::events::{StartAt, Subscription};
+use crate::runs::manager::{LiveRun, submit};
+use crate::runs::request::OnDisconnect;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/threads/{thread_id}/runs/stream", post(stream))
+        .route(
+            "/threads/{thread_id}/runs/{run_id}/stream",
+            get(join_stream),
+        )
+        .route("/runs/stream", post(stream_stateless))
+}
+
+/// The SSE comment the official server sends every heartbeat.
+const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
+
+/// An SSE response: `events.replay`, then the live events until the run
+/// ends, with a heartbeat comment every `heartbeat` (the first one
+/// heartbeat after the start, as the official server). `cancel`: the run
+/// to cancel if the client goes before it ends.
+fn sse(
+    events: Subscription,
+    heartbeat: Duration,
+    cancel: Option<Arc<LiveRun>>,
+    locations: [(&'static str, HeaderValue); 2],
+) -> Response {
+    /// The body's state; cancels the run when dropped early, if asked.
+    struct Feed {
+        replay: std::vec::IntoIter<Bytes>,
+        live: Option<tokio::sync::mpsc::Receiver<Bytes>>,
+        ticks: tokio::time::Interval,
+        cancel: Option<Arc<LiveRun>>,
+    }
+    impl Drop for Feed {
+        fn drop(&mut self) {
+            if let Some(run) = &self.cancel
+                && !run.ended()
+            {
+                run.cancel.cancel();
+            }
+        }
+    }
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let feed = Feed {
+        replay: events.replay.into_iter(),
+        live: events.live,
+        ticks,
+        cancel,
+    };
+    let body = futures::stream::unfold(feed, |mut feed| async move {
+        if let Some(frame) = feed.replay.next() {
+            return Some((Ok::<_, Infallible>(frame), feed));
+        }
+        let live = feed.live.as_mut()?;
+        tokio::select! {
+            biased;
+            frame = live.recv() => frame.map(|frame| (Ok(frame), feed)),
+            _ = feed.ticks.tick() => Some((Ok(Bytes::from_static(HEARTBEAT)), feed)),
+        }
+    });
+    let headers = [
+        (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    with_headers((headers, Body::from_stream(body.boxed())), locations)
+}
+
+/// `POST /threads/{id}/runs/stream`: a run, streamed as it executes.
+async fn stream(
+    State(state): State<ApiState>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    let request = checked(&state, &body, false)?;
+    let cancel = request.on_disconnect == OnDisconnect::Cancel;
+    let submitted = submit(&state, request, &thread_id, false, true).await?;
+    let run_id = &submitted.run.run_id;
+    let locations = [
+        (
+            "location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}/stream")),
+        ),
+        (
+            "content-location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
+        ),
+    ];
+    Ok(streamed(
+        &state,
+        submitted.live,
+        submitted.events,
+        cancel,
+        locations,
+    ))
+}
+
+/// `POST /runs/stream`: a run on a temporary thread, streamed.
+async fn stream_stateless(
+    State(state): State<ApiState>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let request = checked(&state, &body, true)?;
+    let cancel = request.on_disconnect == OnDisconnect::Cancel;
+    let thread_id = crate::wire::time_ordered_id();
+    let submitted = submit(&state, request, &thread_id, true, true).await?;
+    let run_id = &submitted.run.run_id;
+    let locations = [
+        ("location", path_header(format!("/runs/{run_id}/stream"))),
+        ("content-location", path_header(format!("/runs/{run_id}"))),
+    ];
+    Ok(streamed(
+        &state,
+        submitted.live,
+        submitted.events,
+        cancel,
+        locations,
+    ))
+}
+
+/// The SSE answer of a run just submitted.
+fn streamed(
+    state: &ApiState,
+    live: Arc<LiveRun>,
+    events: Option<Subscription>,
+    cancel_on_disconnect: bool,
+    locations: [(&'static str, HeaderValue); 2],
+) -> Response {
+    let events = events.unwrap_or_else(|| live.events.subscribe(StartAt::Now));
+    let cancel = cancel_on_disconnect.then_some(live);
+    sse(
+        events,
+        state.settings.streams.heartbeat(),
+        cancel,
+        locations,
+    )
+}
+
+/// `GET /threads/{id}/runs/{run_id}/stream`: joins a run's events: with
+/// `Last-Event-ID` the stored ones after it first (`-1`: all), else the
+/// live tail. A run that ended here gives an empty stream; an unknown run
+/// an `error` event, as the official server answers.
+async fn join_stream(
+    State(state): State<ApiState>,
+    Path((raw_thread, raw_run)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    let cancel = cancel_on_disconnect(query.as_deref())?;
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok());
+    let locations = [
+        (
+            "location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}/stream")),
+        ),
+        (
+            "content-location",
+            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
+        ),
+    ];
+    let heartbeat = state.settings.streams.heartbeat();
+    if let Some(live) = state.runs.live(&run_id)
+        && live.thread_id == thread_id
+    {
+        let events = live.events.subscribe(StartAt::header(last_event_id));
+        let cancel = cancel.then_some(live);
+        return Ok(sse(events, heartbeat, cancel, locations));
+    }
+    let replay = if state
+        .repository
+        .get_run(&thread_id, &run_id)
+        .await?
+        .is_some()
+    {
+        Vec::new()
+    } else {
+        let frame = b"event: error\r\ndata: {\"error\":\"HTTPException\",\"message\":\"404: Run not found\"}\r\n\r\n";
+        vec![Bytes::from_static(frame)]
+    };
+    let events = Subscription { replay, live: None };
+    Ok(sse(events, heartbeat, None, locations))
+}
