@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod clients;
 mod fuzz;
 mod layers;
 mod modules;
@@ -30,6 +31,8 @@ commands:
                           module rules (no import cycle, files <= 800 lines)
   traces                  run the ported LangGraph golden traces, one line per
                           case, then `N passed, M failed`
+  server-clients          the official LangGraph clients (the Python SDK
+                          suite) against examples/server on 127.0.0.1
   layers [--metadata F]   check the crate dependency direction (from `cargo
                           metadata`, or from the JSON document in file F)
   bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
@@ -71,6 +74,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("tidy") => tidy::check(&root),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("traces") => traces::run(&root),
+        Some("server-clients") => clients::run(&root),
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("layers") => {
             let metadata = match args.get(1).map(String::as_str) {
@@ -304,6 +308,9 @@ fn ci(root: &Path) -> Result<()> {
         // Absent files (no WAL left behind) are fine.
         let _ = std::fs::remove_file(path);
     }
+    // The official clients against the example server.
+    println!("\n==> server-clients");
+    clients::run(root)?;
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;

@@ -1,0 +1,113 @@
+//! `cargo xtask server-clients`: the official LangGraph clients against
+//! `examples/server` on 127.0.0.1. The Python SDK suite (CLIENT-CONFORMANCE
+//! Layer 1) runs from a venv made from its lock file; the server is started
+//! with `--port 0` and stopped at the end, whatever happens.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// The Python suite and its lock file.
+const PYTHON_SUITE: &str = "crates/server/tests/clients/python";
+
+/// A started server, killed when dropped.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // Already gone is fine: the point is that it is gone.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `examples/server` on a free port with `args`; its URL from its
+/// first line (`listening on http://127.0.0.1:PORT`).
+fn serve(root: &Path, args: &[&str]) -> Result<Served> {
+    let binary = root.join("target/debug/server");
+    let child = Command::new(&binary)
+        .args(["--port", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", binary.display()))?;
+    // From here on, an early return stops it.
+    let mut served = Served {
+        child,
+        url: String::new(),
+    };
+    let stdout = served.child.stdout.take().context("the server's stdout")?;
+    let mut reader = BufReader::new(stdout);
+    let mut first = String::new();
+    reader
+        .read_line(&mut first)
+        .context("reading the server's first line")?;
+    // Whatever it prints later is read and dropped, so its writes never
+    // fail on a closed pipe.
+    std::thread::spawn(move || reader.lines().for_each(drop));
+    served.url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .with_context(|| format!("the server's first line is not its address: {first:?}"))?
+        .to_owned();
+    Ok(served)
+}
+
+/// A venv with exactly the lock file's packages (made again when the lock
+/// changes).
+fn venv(root: &Path, lock: &Path) -> Result<PathBuf> {
+    let dir = root.join("target/server-clients/venv");
+    let python = dir.join("bin/python");
+    let stamp = dir.join("lock.txt");
+    let wanted =
+        std::fs::read_to_string(lock).with_context(|| format!("cannot read {}", lock.display()))?;
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
+        return Ok(python);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    super::step({
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "venv"]).arg(&dir);
+        cmd
+    })?;
+    super::step({
+        let mut cmd = Command::new(&python);
+        cmd.args(["-m", "pip", "install", "--quiet", "--no-deps", "-r"])
+            .arg(lock);
+        cmd
+    })?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(python)
+}
+
+/// Builds the example server, then runs every client suite against it.
+pub(crate) fn run(root: &Path) -> Result<()> {
+    super::step({
+        let mut cmd = super::cargo();
+        cmd.args(["build", "--quiet", "-p", "server"]);
+        cmd
+    })?;
+    let suite = root.join(PYTHON_SUITE);
+    let python = venv(root, &suite.join("requirements.lock"))?;
+    let served = serve(root, &["--database-url", "memory"])?;
+    println!("\n==> the Python SDK suite against {}", served.url);
+    let status = Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(&suite)
+        .env("STATEGRAPH_SERVER_URL", &served.url)
+        .status()
+        .context("cannot run pytest")?;
+    drop(served);
+    if !status.success() {
+        bail!("the Python SDK suite failed: {status}");
+    }
+    Ok(())
+}
