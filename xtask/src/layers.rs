@@ -34,7 +34,11 @@ const DEV_ANYWHERE: &[&str] = &["stategraph-conformance", "stategraph-llm"];
 const CONFINED: &[(&str, &[&str])] = &[
     ("axum", &["stategraph-server"]),
     ("reqwest", &["stategraph-openai"]),
-    ("rusqlite", &["stategraph-checkpoint-sqlite"]),
+    // The server keeps its own records in the SQLite file of its saver.
+    (
+        "rusqlite",
+        &["stategraph-checkpoint-sqlite", "stategraph-server"],
+    ),
     // C code registered through `unsafe`: one crate owns the soundness argument.
     ("sqlite-vec", &["stategraph-checkpoint-sqlite"]),
     (

@@ -16,9 +16,9 @@ pub(crate) struct Assistant {
     pub(crate) context: Map<String, Value>,
     pub(crate) metadata: Map<String, Value>,
     pub(crate) name: String,
-    #[serde(serialize_with = "crate::wire::serialize_time")]
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) created_at: chrono::DateTime<chrono::Utc>,
-    #[serde(serialize_with = "crate::wire::serialize_time")]
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) updated_at: chrono::DateTime<chrono::Utc>,
     pub(crate) version: u32,
     pub(crate) description: Option<String>,

@@ -32,8 +32,16 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// The database `database.url` names cannot be opened or migrated.
+    #[error("database {url}: {message}")]
+    Database {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A setting names something this server does not serve yet (a
-    /// database other than `memory`).
+    /// PostgreSQL database).
     #[error("not supported yet: {0}")]
     Unsupported(String),
     /// Two graphs registered under one id.
@@ -58,7 +66,7 @@ impl Error {
             | Self::SettingsEnv { .. }
             | Self::InvalidSetting { .. }
             | Self::DuplicateGraph(_) => ErrorKind::InvalidInput,
-            Self::Listen { .. } => ErrorKind::Backend,
+            Self::Listen { .. } | Self::Database { .. } => ErrorKind::Backend,
             Self::Unsupported(_) => ErrorKind::Unsupported,
         }
     }

@@ -5,15 +5,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stategraph::checkpoint::{InMemorySaver, SharedSaver};
+use stategraph::checkpoint::SharedSaver;
 use stategraph::graph::CompiledStateGraph;
-use stategraph::store::{InMemoryStore, SharedStore};
+use stategraph::store::SharedStore;
 use tokio::net::TcpListener;
 
 use crate::api::ApiError;
 use crate::assistants::{Assistant, system_id};
 use crate::error::Error;
-use crate::persist::{MemoryRepository, Repository};
+use crate::persist::{Repository, Storage};
 use crate::runs::RunManager;
 use crate::settings::Settings;
 
@@ -43,8 +43,8 @@ impl ServerBuilder {
     /// # Errors
     /// Two graphs under one id ([`Error::DuplicateGraph`]); an origin in
     /// `http.cors_allow_origins` that is not a header value
-    /// ([`Error::InvalidSetting`]); a `database.url` other than `memory`
-    /// ([`Error::Unsupported`]).
+    /// ([`Error::InvalidSetting`]); a database that cannot be opened
+    /// ([`Error::Database`]) or is not served yet ([`Error::Unsupported`]).
     pub fn build(self) -> Result<Server, Error> {
         for origin in &self.settings.http.cors_allow_origins {
             if axum::http::HeaderValue::from_str(origin).is_err() {
@@ -53,12 +53,6 @@ impl ServerBuilder {
                     message: format!("{origin:?} is not an origin"),
                 });
             }
-        }
-        if self.settings.database.url != "memory" {
-            return Err(Error::Unsupported(format!(
-                "database.url {:?}: only \"memory\" is served so far",
-                self.settings.database.url
-            )));
         }
         for (index, (id, _)) in self.graphs.iter().enumerate() {
             if self.graphs[..index].iter().any(|(other, _)| other == id) {
@@ -71,8 +65,11 @@ impl ServerBuilder {
             .iter()
             .map(|(id, _)| Assistant::system(id, now))
             .collect();
-        let saver: SharedSaver = Arc::new(InMemorySaver::new());
-        let store: SharedStore = Arc::new(InMemoryStore::new());
+        let Storage {
+            repository,
+            saver,
+            store,
+        } = Storage::open(&self.settings.database.url)?;
         // Runs and the state API use the server's saver and store, as
         // LangGraph Server ignores a graph's own.
         let graphs = self
@@ -95,7 +92,7 @@ impl ServerBuilder {
                 settings: self.settings,
                 graphs,
                 assistants,
-                repository: Arc::new(MemoryRepository::default()),
+                repository,
                 saver,
                 store,
                 runs,

@@ -30,15 +30,17 @@ pub struct Settings {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DatabaseSettings {
-    /// `memory` (the default): everything in this process, gone when it
-    /// stops. SQLite and PostgreSQL URLs are not served yet.
+    /// `sqlite://PATH` (the default, `sqlite://stategraph.db`): threads,
+    /// runs, checkpoints and store items in one SQLite file, created if
+    /// needed; `memory`: everything in this process, gone when it stops.
+    /// PostgreSQL URLs are not served yet.
     pub url: String,
 }
 
 impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
-            url: "memory".into(),
+            url: "sqlite://stategraph.db".into(),
         }
     }
 }

@@ -35,7 +35,8 @@ impl ThreadStatus {
 /// different keys for each: a new thread has `values: null`, a copy has no
 /// `values` at all, and a thread with state has `values`, `error` and
 /// `interrupts` (TRANSCRIPTS.md sections 3 and 8).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "shape", rename_all = "snake_case")]
 pub(crate) enum ThreadContent {
     /// Created; no run and no update yet.
     Fresh,
@@ -52,12 +53,16 @@ pub(crate) enum ThreadContent {
     },
 }
 
-/// A thread.
-#[derive(Clone, Debug, PartialEq)]
+/// A thread. Its serde form is the record a repository stores; the API
+/// shows it through [`Thread::view`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Thread {
     pub(crate) thread_id: String,
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) created_at: DateTime<Utc>,
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) updated_at: DateTime<Utc>,
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) state_updated_at: DateTime<Utc>,
     pub(crate) metadata: Map<String, Value>,
     pub(crate) status: ThreadStatus,

@@ -9,12 +9,27 @@ pub(crate) fn timestamp(time: chrono::DateTime<chrono::Utc>) -> String {
     time.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
 }
 
-/// Serializes a time as [`timestamp`] writes it.
-pub(crate) fn serialize_time<S: serde::Serializer>(
-    time: &chrono::DateTime<chrono::Utc>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&timestamp(*time))
+/// A time field in the API's form ([`timestamp`]), both ways
+/// (`#[serde(with = "crate::wire::api_time")]`).
+pub(crate) mod api_time {
+    use chrono::{DateTime, Utc};
+    use serde::Deserialize;
+
+    pub(crate) fn serialize<S: serde::Serializer>(
+        time: &DateTime<Utc>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&super::timestamp(*time))
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<DateTime<Utc>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|time| time.with_timezone(&Utc))
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// A new id of a thread or run: a UUID whose leading bits are the time

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run -p server                      # http://127.0.0.1:8123
 //! cargo run -p server -- --port 0          # any free port (the first line says which)
+//! cargo run -p server -- --database-url memory   # nothing kept on disk
 //! ```
 //!
 //! It serves Rust ports of the official server's fixture graphs under their
@@ -34,7 +35,8 @@ struct Args {
     /// The port (0: any free port).
     #[arg(long)]
     port: Option<u16>,
-    /// Where the server keeps its records (`memory`).
+    /// Where the server keeps its records, checkpoints and store items:
+    /// `sqlite://PATH` (default `sqlite://stategraph.db`) or `memory`.
     #[arg(long)]
     database_url: Option<String>,
 }

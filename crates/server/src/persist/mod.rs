@@ -3,13 +3,72 @@
 //! store stay in the savers and stores of the layers below.
 
 mod memory;
+mod sqlite;
 
 use futures::future::BoxFuture;
 
 pub(crate) use memory::MemoryRepository;
+pub(crate) use sqlite::SqliteRepository;
 
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+
+/// The server's storage: its records, and the saver and store its graphs
+/// are bound to, all on the backend `database.url` names.
+pub(crate) struct Storage {
+    pub(crate) repository: std::sync::Arc<dyn Repository>,
+    pub(crate) saver: stategraph::checkpoint::SharedSaver,
+    pub(crate) store: stategraph::store::SharedStore,
+}
+
+impl Storage {
+    /// Opens the storage `url` names: `memory`, or `sqlite://PATH` (one
+    /// file for records, checkpoints and store items; created if needed).
+    ///
+    /// # Errors
+    /// [`Error::Database`](crate::Error::Database) when the file cannot be
+    /// opened or migrated; [`Error::Unsupported`](crate::Error::Unsupported)
+    /// for another kind of URL.
+    pub(crate) fn open(url: &str) -> std::result::Result<Self, crate::Error> {
+        use std::sync::Arc;
+
+        use stategraph::checkpoint::InMemorySaver;
+        use stategraph::checkpoint_sqlite::{SqliteSaver, SqliteStore};
+        use stategraph::store::InMemoryStore;
+
+        if url == "memory" {
+            return Ok(Self {
+                repository: Arc::new(MemoryRepository::default()),
+                saver: Arc::new(InMemorySaver::new()),
+                store: Arc::new(InMemoryStore::new()),
+            });
+        }
+        let database = |message: String| crate::Error::Database {
+            url: url.to_owned(),
+            message,
+        };
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            if path.is_empty() {
+                return Err(database("no file after `sqlite://`".into()));
+            }
+            let path = std::path::Path::new(path);
+            let saver = SqliteSaver::open(path).map_err(|err| database(err.to_string()))?;
+            let store = SqliteStore::from_saver(&saver);
+            let repository = SqliteRepository::open(path).map_err(|err| database(err.0))?;
+            return Ok(Self {
+                repository: Arc::new(repository),
+                saver: Arc::new(saver),
+                store: Arc::new(store),
+            });
+        }
+        Err(crate::Error::Unsupported(format!(
+            "database.url {url:?}: \"memory\" and \"sqlite://PATH\" are served so far"
+        )))
+    }
+}
 
 /// A repository operation that failed in its backend.
 #[derive(Debug, thiserror::Error)]

@@ -46,8 +46,9 @@ pub(crate) enum MultitaskStrategy {
     Rollback,
 }
 
-/// A run, its fields in the official server's order.
-#[derive(Clone, Debug, Serialize)]
+/// A run, its fields in the official server's order (also the record a
+/// repository stores).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Run {
     pub(crate) run_id: String,
     pub(crate) thread_id: String,
@@ -56,9 +57,9 @@ pub(crate) struct Run {
     pub(crate) status: RunStatus,
     pub(crate) kwargs: RunKwargs,
     pub(crate) multitask_strategy: MultitaskStrategy,
-    #[serde(serialize_with = "crate::wire::serialize_time")]
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) created_at: DateTime<Utc>,
-    #[serde(serialize_with = "crate::wire::serialize_time")]
+    #[serde(with = "crate::wire::api_time")]
     pub(crate) updated_at: DateTime<Utc>,
     /// Always null: this server does not trace to LangSmith.
     pub(crate) langsmith_session_name: Option<String>,
@@ -66,7 +67,7 @@ pub(crate) struct Run {
 
 /// What a run was asked to do, as the API shows it under `kwargs`: enough
 /// to execute it again from the record alone.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct RunKwargs {
     pub(crate) input: Value,
     pub(crate) command: Value,
@@ -87,9 +88,11 @@ pub(crate) struct RunKwargs {
 
 /// A run's `config`: `configurable` and `metadata`, with the request's
 /// other config keys (`tags`, `recursion_limit`) kept as given.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct RunConfig {
+    #[serde(default)]
     pub(crate) configurable: Map<String, Value>,
+    #[serde(default)]
     pub(crate) metadata: Map<String, Value>,
     #[serde(flatten)]
     pub(crate) other: Map<String, Value>,

@@ -158,6 +158,7 @@ fn a_graph_id_is_registered_once() {
         .build();
     assert!(matches!(twice, Err(Error::DuplicateGraph(id)) if id == "a"));
     let server = Server::builder()
+        .settings(on_a_free_port())
         .graph("a", graph())
         .graph("b", graph())
         .build()

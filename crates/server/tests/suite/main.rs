@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod http;
+mod persistence;
 mod runs;
 mod sse;
 mod state;

@@ -89,7 +89,11 @@ pub(crate) async fn start(settings: Settings) -> SocketAddr {
 
 pub(crate) fn on_a_free_port() -> Settings {
     Settings::default()
-        .with_env(|name| (name == "STATEGRAPH_PORT").then(|| "0".to_owned()))
+        .with_env(|name| match name {
+            "STATEGRAPH_PORT" => Some("0".to_owned()),
+            "STATEGRAPH_DATABASE_URL" => Some("memory".to_owned()),
+            _ => None,
+        })
         .unwrap()
 }
 

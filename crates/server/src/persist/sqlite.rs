@@ -1,0 +1,350 @@
+//! The SQLite repository: the server's records in the SQLite file that also
+//! holds its checkpoints and store (`database.url = "sqlite://PATH"`, the
+//! embedded default). Each record is one JSON document with the columns a
+//! lookup or an order needs beside it; searches filter in Rust with the
+//! same rules as every backend ([`ThreadFilter::matches`]), which suits one
+//! process on one file.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{Inserted, PersistError, Repository, Result};
+use crate::runs::{Run, RunQuery};
+use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+
+/// The schema, one entry per version, applied in order and never edited:
+/// a database records the text of each migration it applied, and the
+/// server refuses one whose history differs from this list or is longer.
+const MIGRATIONS: &[&str] = &["\
+CREATE TABLE sg_threads (
+    thread_id TEXT PRIMARY KEY,
+    updated_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE TABLE sg_runs (
+    run_id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
+"];
+
+/// How long a write waits for another process's lock on the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Records in a SQLite file, one connection used from tokio's blocking
+/// pool.
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteRepository {
+    connection: Arc<Mutex<Connection>>,
+}
+
+impl From<rusqlite::Error> for PersistError {
+    fn from(err: rusqlite::Error) -> Self {
+        Self(format!("sqlite: {err}"))
+    }
+}
+
+impl From<serde_json::Error> for PersistError {
+    fn from(err: serde_json::Error) -> Self {
+        Self(format!("a stored record does not read back: {err}"))
+    }
+}
+
+impl SqliteRepository {
+    /// Opens (creating if needed) the file at `path`, in WAL mode, and
+    /// applies the migrations it lacks.
+    ///
+    /// # Errors
+    /// SQLite cannot open the file, or its schema is not one this server
+    /// wrote (newer, or changed).
+    pub(crate) fn open(path: &Path) -> Result<Self> {
+        let mut connection = Connection::open(path)?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
+        connection.pragma_update(None, "journal_mode", "WAL")?;
+        migrate(&mut connection)?;
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+        })
+    }
+
+    /// Runs `op` on the connection, on tokio's blocking pool.
+    fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T>> {
+        let connection = Arc::clone(&self.connection);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                // A panic in an earlier operation rolled its transaction back.
+                let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+                op(&mut connection)
+            })
+            .await
+            .map_err(|err| PersistError(format!("a repository task failed: {err}")))?
+        }
+        .boxed()
+    }
+}
+
+/// Applies the migrations the file lacks, in one transaction.
+fn migrate(connection: &mut Connection) -> Result<()> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS sg_schema_migrations (version INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+    )?;
+    let applied: Vec<(i64, String)> = tx
+        .prepare("SELECT version, text FROM sg_schema_migrations ORDER BY version")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    if applied.len() > MIGRATIONS.len() {
+        return Err(PersistError(format!(
+            "the database's server schema is version {}, newer than this server's {}",
+            applied.len(),
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, (version, text)) in applied.iter().enumerate() {
+        if usize::try_from(*version).ok() != Some(index + 1) || text != MIGRATIONS[index] {
+            return Err(PersistError(format!(
+                "the database's server schema migration {version} is not the one this server knows"
+            )));
+        }
+    }
+    for (index, text) in MIGRATIONS.iter().enumerate().skip(applied.len()) {
+        tx.execute_batch(text)?;
+        tx.execute(
+            "INSERT INTO sg_schema_migrations (version, text) VALUES (?1, ?2)",
+            params![i64::try_from(index + 1).unwrap_or(i64::MAX), text],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn thread_row(thread: &Thread) -> Result<(String, String, String)> {
+    Ok((
+        crate::wire::timestamp(thread.updated_at),
+        thread.status.as_str().to_owned(),
+        serde_json::to_string(thread)?,
+    ))
+}
+
+fn read_thread(connection: &Connection, thread_id: &str) -> Result<Option<Thread>> {
+    let doc: Option<String> = connection
+        .query_row(
+            "SELECT doc FROM sg_threads WHERE thread_id = ?1",
+            [thread_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(doc.map(|doc| serde_json::from_str(&doc)).transpose()?)
+}
+
+/// Every thread that passes `filter` (its status picked by SQL, the rest
+/// in Rust).
+fn matching(connection: &Connection, filter: &ThreadFilter) -> Result<Vec<Thread>> {
+    let docs: Vec<String> = match filter.status {
+        Some(status) => connection
+            .prepare("SELECT doc FROM sg_threads WHERE status = ?1")?
+            .query_map([status.as_str()], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?,
+        None => connection
+            .prepare("SELECT doc FROM sg_threads")?
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    let mut found = Vec::new();
+    for doc in docs {
+        let thread: Thread = serde_json::from_str(&doc)?;
+        if filter.matches(&thread) {
+            found.push(thread);
+        }
+    }
+    Ok(found)
+}
+
+fn run_doc(run: &Run) -> Result<String> {
+    Ok(serde_json::to_string(run)?)
+}
+
+fn status_text(run: &Run) -> Result<String> {
+    match serde_json::to_value(run.status)? {
+        serde_json::Value::String(status) => Ok(status),
+        other => Err(PersistError(format!("a run status as {other}"))),
+    }
+}
+
+impl Repository for SqliteRepository {
+    fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
+        self.blocking(move |connection| {
+            let (updated_at, status, doc) = thread_row(&thread)?;
+            let inserted = connection.execute(
+                "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_id) DO NOTHING",
+                params![thread.thread_id, updated_at, status, doc],
+            )?;
+            if inserted == 1 {
+                return Ok(Inserted::New(thread));
+            }
+            let existing = read_thread(connection, &thread.thread_id)?
+                .ok_or_else(|| PersistError("a thread vanished while it was inserted".into()))?;
+            Ok(Inserted::Existing(existing))
+        })
+    }
+
+    fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
+        let thread_id = thread_id.to_owned();
+        self.blocking(move |connection| read_thread(connection, &thread_id))
+    }
+
+    fn patch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+        patch: ThreadPatch,
+    ) -> BoxFuture<'a, Result<Option<Thread>>> {
+        let thread_id = thread_id.to_owned();
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(mut thread) = read_thread(&tx, &thread_id)? else {
+                return Ok(None);
+            };
+            patch.apply(&mut thread, chrono::Utc::now());
+            let (updated_at, status, doc) = thread_row(&thread)?;
+            tx.execute(
+                "UPDATE sg_threads SET updated_at = ?2, status = ?3, doc = ?4 WHERE thread_id = ?1",
+                params![thread_id, updated_at, status, doc],
+            )?;
+            tx.commit()?;
+            Ok(Some(thread))
+        })
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let thread_id = thread_id.to_owned();
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM sg_runs WHERE thread_id = ?1", [&thread_id])?;
+            let deleted =
+                tx.execute("DELETE FROM sg_threads WHERE thread_id = ?1", [&thread_id])?;
+            tx.commit()?;
+            Ok(deleted == 1)
+        })
+    }
+
+    fn search_threads<'a>(
+        &'a self,
+        search: &'a ThreadSearch,
+    ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
+        let search = search.clone();
+        self.blocking(move |connection| {
+            let mut found = matching(connection, &search.filter)?;
+            found.sort_by(|a, b| search.compare(a, b));
+            let total = found.len();
+            let page = found
+                .into_iter()
+                .skip(search.offset)
+                .take(search.limit)
+                .collect();
+            Ok((page, total))
+        })
+    }
+
+    fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {
+        let filter = filter.clone();
+        self.blocking(move |connection| Ok(matching(connection, &filter)?.len()))
+    }
+
+    fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
+        self.blocking(move |connection| {
+            connection.execute(
+                "INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run.run_id,
+                    run.thread_id,
+                    crate::wire::timestamp(run.created_at),
+                    status_text(&run)?,
+                    run_doc(&run)?
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn get_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Run>>> {
+        let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
+        self.blocking(move |connection| {
+            let doc: Option<String> = connection
+                .query_row(
+                    "SELECT doc FROM sg_runs WHERE run_id = ?1 AND thread_id = ?2",
+                    [&run_id, &thread_id],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            Ok(doc.map(|doc| serde_json::from_str(&doc)).transpose()?)
+        })
+    }
+
+    fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>> {
+        self.blocking(move |connection| {
+            let replaced = connection.execute(
+                "UPDATE sg_runs SET status = ?2, doc = ?3 WHERE run_id = ?1",
+                params![run.run_id, status_text(&run)?, run_doc(&run)?],
+            )?;
+            Ok(replaced == 1)
+        })
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        query: &'a RunQuery,
+    ) -> BoxFuture<'a, Result<Vec<Run>>> {
+        let thread_id = thread_id.to_owned();
+        let query = query.clone();
+        self.blocking(move |connection| {
+            let status = query
+                .status
+                .map(|status| serde_json::to_value(status).map(|v| v.as_str().map(str::to_owned)))
+                .transpose()?
+                .flatten();
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+            let docs: Vec<String> = connection
+                .prepare(
+                    "SELECT doc FROM sg_runs WHERE thread_id = ?1 AND (?2 IS NULL OR status = ?2) \
+                     ORDER BY created_at DESC, run_id DESC LIMIT ?3 OFFSET ?4",
+                )?
+                .query_map(params![thread_id, status, limit, offset], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            docs.iter()
+                .map(|doc| Ok(serde_json::from_str(doc)?))
+                .collect()
+        })
+    }
+
+    fn delete_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
+        self.blocking(move |connection| {
+            let deleted = connection.execute(
+                "DELETE FROM sg_runs WHERE run_id = ?1 AND thread_id = ?2",
+                [&run_id, &thread_id],
+            )?;
+            Ok(deleted == 1)
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! The embedded default, one SQLite file: threads, runs, checkpoints and
+//! state survive a restart of the server on the same file, and a file of
+//! another schema is refused.
+
+use std::net::SocketAddr;
+
+use serde_json::json;
+use stategraph_server::{Error, Server, Settings};
+use tokio::sync::oneshot;
+
+use crate::support::{call, on_a_free_port, send};
+
+/// The fixture graphs served on `url`; the address and the way to stop it.
+async fn serve_on(url: &str) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let mut settings = on_a_free_port();
+    settings.database.url = url.to_owned();
+    let mut builder = Server::builder().settings(settings);
+    for (id, graph) in stategraph_server::fixtures::all().unwrap() {
+        builder = builder.graph(id, graph);
+    }
+    let bound = builder.build().unwrap().bind().await.unwrap();
+    let address = bound.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        bound
+            .serve_until(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (address, stop, task)
+}
+
+#[tokio::test]
+async fn a_restart_on_the_same_file_keeps_threads_runs_and_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("server.db").display());
+    let (address, stop, task) = serve_on(&url).await;
+    let thread = send(
+        address,
+        "POST /threads",
+        &json!({"metadata": {"user": "demo"}}),
+    )
+    .await
+    .json();
+    let id = thread["thread_id"].as_str().unwrap().to_owned();
+    let waited = send(
+        address,
+        &format!("POST /threads/{id}/runs/wait"),
+        &json!({"assistant_id": "hitl", "input": {"messages": [{"type": "human", "content": "hi"}]}}),
+    )
+    .await
+    .json();
+    assert_eq!(waited["count"], 1);
+    let before = call(address, &format!("GET /threads/{id}")).await.json();
+    assert_eq!(before["status"], "interrupted");
+    let runs_before = call(address, &format!("GET /threads/{id}/runs"))
+        .await
+        .json();
+    stop.send(()).unwrap();
+    task.await.unwrap();
+
+    let (address, stop, task) = serve_on(&url).await;
+    let after = call(address, &format!("GET /threads/{id}")).await.json();
+    assert_eq!(after, before, "the thread record as it was");
+    assert_eq!(
+        call(address, &format!("GET /threads/{id}/runs"))
+            .await
+            .json(),
+        runs_before
+    );
+    let state = call(address, &format!("GET /threads/{id}/state"))
+        .await
+        .json();
+    assert_eq!(
+        state["next"],
+        json!(["review"]),
+        "the checkpoints are in the file too"
+    );
+    let found = send(
+        address,
+        "POST /threads/search",
+        &json!({"metadata": {"user": "demo"}, "status": "interrupted"}),
+    )
+    .await;
+    assert_eq!(found.header("x-pagination-total"), Some("1"));
+    // The run resumes where the first server left it.
+    let resumed = send(
+        address,
+        &format!("POST /threads/{id}/runs/wait"),
+        &json!({"assistant_id": "hitl", "command": {"resume": "yes"}}),
+    )
+    .await
+    .json();
+    assert_eq!(resumed["count"], 101);
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[test]
+fn a_file_whose_server_schema_differs_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.db");
+    let url = format!("sqlite://{}", path.display());
+    let mut settings = Settings::default();
+    settings.database.url = url.clone();
+    Server::builder()
+        .settings(settings.clone())
+        .build()
+        .unwrap();
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute(
+                "UPDATE sg_schema_migrations SET text = 'edited' WHERE version = 1",
+                [],
+            )
+            .unwrap();
+    }
+    let refused = Server::builder()
+        .settings(settings.clone())
+        .build()
+        .unwrap_err();
+    assert!(matches!(refused, Error::Database { .. }), "{refused}");
+    assert!(refused.to_string().contains("migration 1"), "{refused}");
+    settings.database.url = "postgres://localhost/db".into();
+    let unsupported = Server::builder().settings(settings).build().unwrap_err();
+    assert_eq!(unsupported.kind(), stategraph::ErrorKind::Unsupported);
+}
