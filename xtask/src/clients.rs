@@ -1,7 +1,9 @@
 //! `cargo xtask server-clients`: the official LangGraph clients against
-//! `examples/server` on 127.0.0.1. The Python SDK suite (CLIENT-CONFORMANCE
-//! Layer 1) runs from a venv made from its lock file; the server is started
-//! with `--port 0` and stopped at the end, whatever happens.
+//! `examples/server` on 127.0.0.1, once on the in-memory backend and once
+//! on a SQLite file. The Python SDK suite (CLIENT-CONFORMANCE Layer 1) runs
+//! from a venv made from its lock file; the JS SDK check (Layer 4) runs with
+//! each pinned SDK version, installed by `npm ci`. The server is started
+//! with `--port 0` and stopped at the end of each pass, whatever happens.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,6 +13,9 @@ use anyhow::{Context, Result, bail};
 
 /// The Python suite and its lock file.
 const PYTHON_SUITE: &str = "crates/server/tests/clients/python";
+/// The JS check, and a folder per pinned SDK version with its lock file.
+const JS_CHECK: &str = "crates/server/tests/clients/js";
+const JS_SDKS: [&str; 2] = ["sdk-1.15.0", "sdk-2.0.0"];
 
 /// A started server, killed when dropped.
 struct Served {
@@ -88,7 +93,8 @@ fn venv(root: &Path, lock: &Path) -> Result<PathBuf> {
     Ok(python)
 }
 
-/// Builds the example server, then runs every client suite against it.
+/// Builds the example server, then runs every client suite against it on
+/// each backend.
 pub(crate) fn run(root: &Path) -> Result<()> {
     super::step({
         let mut cmd = super::cargo();
@@ -97,17 +103,56 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     })?;
     let suite = root.join(PYTHON_SUITE);
     let python = venv(root, &suite.join("requirements.lock"))?;
-    let served = serve(root, &["--database-url", "memory"])?;
-    println!("\n==> the Python SDK suite against {}", served.url);
-    let status = Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        .arg(&suite)
-        .env("STATEGRAPH_SERVER_URL", &served.url)
-        .status()
-        .context("cannot run pytest")?;
-    drop(served);
+    let js = root.join(JS_CHECK);
+    for sdk in JS_SDKS {
+        super::step({
+            let mut cmd = Command::new("npm");
+            cmd.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(js.join(sdk));
+            cmd
+        })?;
+    }
+    let dir = root.join("target/server-clients");
+    let database = dir.join(format!("server-{}.db", std::process::id()));
+    let sqlite = format!("sqlite://{}", database.display());
+    for url in ["memory", sqlite.as_str()] {
+        let served = serve(root, &["--database-url", url])?;
+        println!("\n==> the Python SDK suite against {} ({url})", served.url);
+        check(
+            Command::new(&python)
+                .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+                .arg(&suite)
+                .env("STATEGRAPH_SERVER_URL", &served.url),
+            "the Python SDK suite",
+        )?;
+        for sdk in JS_SDKS {
+            println!(
+                "\n==> the JS SDK check ({sdk}) against {} ({url})",
+                served.url
+            );
+            check(
+                Command::new("node")
+                    .arg("../js_client_check.mjs")
+                    .arg(&served.url)
+                    .current_dir(js.join(sdk)),
+                "the JS SDK check",
+            )?;
+        }
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = database.clone().into_os_string();
+        path.push(suffix);
+        // Absent files are fine.
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Runs a client suite; its failure names it.
+fn check(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("cannot run {what}"))?;
     if !status.success() {
-        bail!("the Python SDK suite failed: {status}");
+        bail!("{what} failed: {status}");
     }
     Ok(())
 }

@@ -111,10 +111,11 @@ pub(crate) fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     }
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry?.path();
-        if path
-            .file_name()
-            .is_some_and(|n| n == "target" || n.to_string_lossy().starts_with('.'))
-        {
+        // Build output, hidden folders, and npm's installs (the client
+        // checks' `node_modules`, made by `npm ci`, are not our files).
+        if path.file_name().is_some_and(|n| {
+            n == "target" || n == "node_modules" || n.to_string_lossy().starts_with('.')
+        }) {
             continue;
         }
         if path.is_dir() {
