@@ -180,11 +180,21 @@ impl Server {
         crate::api::router(self.core)
     }
 
-    /// Listens on the settings' address (port 0: a free one).
+    /// Takes over the runs a stopped server left pending or running on this
+    /// database (each queues again; one that was running goes on from its
+    /// last checkpoint as its next attempt), then listens on the settings'
+    /// address (port 0: a free one).
     ///
     /// # Errors
-    /// [`Error::Listen`].
+    /// [`Error::Database`] when the runs cannot be read; [`Error::Listen`].
     pub async fn bind(self) -> Result<BoundServer, Error> {
+        // Runs a stopped server left in flight on this database go on here.
+        crate::runs::manager::recover(&self.core)
+            .await
+            .map_err(|err| Error::Database {
+                url: self.core.settings.database.url.clone(),
+                message: err.0,
+            })?;
         let address = self.core.settings.address();
         let listener = TcpListener::bind(&address)
             .await

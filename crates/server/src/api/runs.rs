@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::threads::find;
 use super::{ApiError, ApiState, parse_body, thread_id, with_headers};
 use crate::runs::exec::thread_body;
-use crate::runs::manager::{LiveRun, submit};
+use crate::runs::manager::{CancelAction, LiveRun, cancel, submit};
 use crate::runs::request::{OnDisconnect, RunCreate, RunRequest};
 use crate::runs::{RunQuery, RunStatus};
 
@@ -31,6 +31,11 @@ pub(super) fn routes() -> Router<ApiState> {
             get(get_one).delete(delete),
         )
         .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
+        .route(
+            "/threads/{thread_id}/runs/{run_id}/cancel",
+            post(cancel_one),
+        )
+        .route("/runs/cancel", post(cancel_many))
         .route("/runs", post(create_stateless))
         .route("/runs/wait", post(wait_stateless))
         .route("/runs/batch", post(batch))
@@ -322,7 +327,7 @@ async fn delete(
     {
         return Err(ApiError::not_found("Run not found"));
     }
-    state.runs.cancel_run(&thread_id, &run_id).await;
+    cancel(&state, &thread_id, &run_id, CancelAction::Interrupt).await?;
     state.repository.delete_run(&thread_id, &run_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -358,4 +363,138 @@ async fn join(
         json!({"__error__": {"error": "HTTPException", "message": "404: Run not found"}})
     };
     Ok(with_headers(Json(body), headers))
+}
+
+/// `POST /threads/{id}/runs/{run_id}/cancel?wait=&action=`: 202 at once,
+/// or with `wait` `{}` once the run has stopped (TRANSCRIPTS.md section 15).
+async fn cancel_one(
+    State(state): State<ApiState>,
+    Path((raw_thread, raw_run)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    let pairs = query_pairs(query.as_deref())?;
+    let flag = |name: &str| {
+        pairs.iter().any(|(key, value)| {
+            key == name && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
+        })
+    };
+    // An unknown action is the default, as the official server reads it.
+    let action = pairs
+        .iter()
+        .find(|(key, _)| key == "action")
+        .and_then(|(_, value)| serde_json::from_value(Value::String(value.clone())).ok())
+        .unwrap_or_default();
+    if state
+        .repository
+        .get_run(&thread_id, &run_id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
+    let live = state.runs.live(&run_id);
+    cancel(&state, &thread_id, &run_id, action).await?;
+    if !flag("wait") {
+        return Ok(StatusCode::ACCEPTED.into_response());
+    }
+    if let Some(live) = live {
+        live.outcome().await;
+    }
+    Ok(with_headers(
+        Json(json!({})),
+        run_locations(&thread_id, &run_id),
+    ))
+}
+
+/// A `POST /runs/cancel` body: runs by thread and ids, by status, or by
+/// assistant.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct CancelMany {
+    thread_id: Option<String>,
+    run_ids: Option<Vec<String>>,
+    status: Option<CancelStatus>,
+    assistant_id: Option<String>,
+}
+
+/// Which in-flight runs `status` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CancelStatus {
+    Pending,
+    Running,
+    All,
+}
+
+/// `POST /runs/cancel?action=`: cancels every run the body names; 204, or
+/// 404 when none is in flight.
+async fn cancel_many(
+    State(state): State<ApiState>,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let body: CancelMany = parse_body(&body)?;
+    let action = query_pairs(query.as_deref())?
+        .into_iter()
+        .find(|(key, _)| key == "action")
+        .and_then(|(_, value)| serde_json::from_value(Value::String(value)).ok())
+        .unwrap_or_default();
+    let by_ids = body.thread_id.is_some() || body.run_ids.is_some();
+    let in_flight = state.repository.in_flight_runs().await?;
+    let chosen: Vec<(String, String)> = match (&body.assistant_id, body.status, by_ids) {
+        (Some(_), Some(_), _) | (Some(_), _, true) => {
+            return Err(ApiError::invalid(
+                "Cannot specify 'thread_id', 'run_ids', or 'status' when using 'assistant_id'",
+            ));
+        }
+        (Some(assistant), None, false) => {
+            let assistant = state.resolve_assistant(assistant)?;
+            in_flight
+                .iter()
+                .filter(|run| run.assistant_id == assistant)
+                .map(|run| (run.thread_id.clone(), run.run_id.clone()))
+                .collect()
+        }
+        (None, Some(_), true) => {
+            return Err(ApiError::invalid(
+                "Cannot specify 'thread_id' or 'run_ids' when using 'status'",
+            ));
+        }
+        (None, Some(status), false) => in_flight
+            .iter()
+            .filter(|run| match status {
+                CancelStatus::All => true,
+                CancelStatus::Pending => run.status == RunStatus::Pending,
+                CancelStatus::Running => run.status == RunStatus::Running,
+            })
+            .map(|run| (run.thread_id.clone(), run.run_id.clone()))
+            .collect(),
+        (None, None, true) => {
+            let (Some(thread), Some(ids)) = (&body.thread_id, &body.run_ids) else {
+                return Err(ApiError::invalid(
+                    "Must provide either a status, an assistant_id, or both 'thread_id' and 'run_ids'",
+                ));
+            };
+            let thread = thread_id(thread)?;
+            ids.iter()
+                .map(|id| Ok((thread.clone(), run_id(id)?)))
+                .collect::<Result<_, ApiError>>()?
+        }
+        (None, None, false) => {
+            return Err(ApiError::invalid(
+                "Must provide either a status, an assistant_id, or both 'thread_id' and 'run_ids'",
+            ));
+        }
+    };
+    let mut cancelled = 0;
+    for (thread, run) in &chosen {
+        if cancel(&state, thread, run, action).await? {
+            cancelled += 1;
+        }
+    }
+    if cancelled == 0 {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{Inserted, Repository, Result};
-use crate::runs::{Run, RunQuery};
+use crate::runs::{Run, RunQuery, RunStatus};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
 /// Records in a map behind one lock; every operation is one short critical
@@ -148,6 +148,17 @@ impl Repository for MemoryRepository {
             .take(query.limit)
             .collect();
         std::future::ready(Ok(page)).boxed()
+    }
+
+    fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
+        let mut runs: Vec<Run> = self
+            .runs()
+            .values()
+            .filter(|run| matches!(run.status, RunStatus::Pending | RunStatus::Running))
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| (a.created_at, &a.run_id).cmp(&(b.created_at, &b.run_id)));
+        std::future::ready(Ok(runs)).boxed()
     }
 
     fn delete_run<'a>(

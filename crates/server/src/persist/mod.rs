@@ -125,6 +125,9 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
         thread_id: &'a str,
         query: &'a RunQuery,
     ) -> BoxFuture<'a, Result<Vec<Run>>>;
+    /// Every pending or running run, oldest first (what a server starting
+    /// on this database takes over).
+    fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>>;
     /// Removes a run; whether there was one.
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str)
     -> BoxFuture<'a, Result<bool>>;

@@ -333,6 +333,21 @@ impl Repository for SqliteRepository {
         })
     }
 
+    fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
+        self.blocking(|connection| {
+            let docs: Vec<String> = connection
+                .prepare(
+                    "SELECT doc FROM sg_runs WHERE status IN ('pending', 'running') \
+                     ORDER BY created_at, run_id",
+                )?
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            docs.iter()
+                .map(|doc| Ok(serde_json::from_str(doc)?))
+                .collect()
+        })
+    }
+
     fn delete_run<'a>(
         &'a self,
         thread_id: &'a str,

@@ -158,7 +158,10 @@ pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) 
     let live = core.runs.live(&run_id);
     let mut outcome = Outcome::default();
     let started = drive(&core, &thread_id, &run_id, live.as_deref(), &mut outcome).await;
-    let body = finish(&core, &thread_id, started, outcome).await;
+    let rollback = live
+        .as_ref()
+        .is_some_and(|live| live.rollback.load(std::sync::atomic::Ordering::SeqCst));
+    let body = finish(&core, &thread_id, started, outcome, rollback).await;
     if let Some(live) = live {
         // Streams end once the records say how the run ended, so a client
         // that reads the run after its stream sees its final status.
@@ -248,7 +251,14 @@ async fn drive(
     run.status = RunStatus::Running;
     run.updated_at = chrono::Utc::now();
     let metadata = &mut run.kwargs.config.metadata;
-    metadata.insert("run_attempt".into(), Value::from(1));
+    // A run that started before (in a process that died) starts its next
+    // attempt.
+    let attempt = metadata
+        .get("run_attempt")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        + 1;
+    metadata.insert("run_attempt".into(), Value::from(attempt));
     metadata.insert("langgraph_version".into(), Value::from(LANGGRAPH_VERSION));
     metadata.insert(
         "stategraph_version".into(),
@@ -267,10 +277,18 @@ async fn drive(
     }
     // Its key order is the official one, byte for byte (TRANSCRIPTS.md
     // section 4).
-    let metadata = format!(r#"{{"run_id":"{run_id}","attempt":1}}"#);
+    let metadata = format!(r#"{{"run_id":"{run_id}","attempt":{attempt}}}"#);
     publish("metadata", metadata.as_bytes());
     let plan = match Plan::of(&run) {
-        Ok(plan) => plan,
+        Ok(mut plan) => {
+            // A later attempt goes on from the last checkpoint its run
+            // saved, with the writes of the tasks that finished, rather
+            // than start over (or feed its input a second time).
+            if attempt > 1 && saved_by(&graph, thread_id, run_id).await {
+                plan.input = stategraph::pregel::Input::Resume;
+            }
+            plan
+        }
         Err(message) => {
             let error = json!({"error": "InvalidUpdateError", "message": message});
             publish("error", error_bytes(&error).as_slice());
@@ -311,6 +329,19 @@ async fn drive(
     Some((run, Some(graph)))
 }
 
+/// Whether the thread's latest checkpoint was saved by this run.
+async fn saved_by(graph: &CompiledStateGraph, thread_id: &str, run_id: &str) -> bool {
+    match graph.get_state(&RunnableConfig::thread(thread_id)).await {
+        Ok(snapshot) => snapshot
+            .metadata
+            .is_some_and(|metadata| metadata.run_id.as_deref() == Some(run_id)),
+        Err(err) => {
+            tracing::warn!(error = %err, run_id, "cannot read where the run stopped; it starts over");
+            false
+        }
+    }
+}
+
 /// Brings the run's and the thread's records up to date, deletes a
 /// temporary thread, starts the thread's next run; the body `wait` and
 /// `join` answer.
@@ -319,6 +350,7 @@ async fn finish(
     thread_id: &str,
     started: Option<(Run, Option<CompiledStateGraph>)>,
     outcome: Outcome,
+    rollback: bool,
 ) -> Bytes {
     let mut gate = core.runs.gate(thread_id).await;
     let mut thread = None;
@@ -333,7 +365,16 @@ async fn finish(
         };
         run.updated_at = chrono::Utc::now();
         temporary = run.kwargs.temporary;
-        if let Err(err) = core.repository.replace_run(run).await {
+        let recorded = if rollback && outcome.cancelled {
+            roll_back(core, &run).await
+        } else {
+            core.repository
+                .replace_run(run)
+                .await
+                .map(drop)
+                .map_err(|err| err.to_string())
+        };
+        if let Err(err) = recorded {
             tracing::error!(error = %err, "cannot record the run's end");
         }
         if let Some(graph) = graph {
@@ -349,6 +390,21 @@ async fn finish(
     gate.running = None;
     start_next(core, thread_id, &mut gate);
     body
+}
+
+/// Deletes a cancelled run and the checkpoints it saved (`action:
+/// rollback`); the thread is back where the run found it.
+async fn roll_back(core: &Core, run: &Run) -> Result<(), String> {
+    use stategraph::checkpoint::CheckpointSaver;
+    core.saver
+        .delete_for_runs(std::slice::from_ref(&run.run_id))
+        .await
+        .map_err(|err| err.to_string())?;
+    core.repository
+        .delete_run(&run.thread_id, &run.run_id)
+        .await
+        .map_err(|err| err.to_string())?;
+    Ok(())
 }
 
 /// The thread after a run: its latest values and interrupts, and the status

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{RunChannel, StartAt, Subscription};
 use super::request::{IfNotExists, RunRequest};
-use super::{MultitaskStrategy, Run};
+use super::{MultitaskStrategy, Run, RunStatus};
 use crate::api::ApiError;
 use crate::server::Core;
 use crate::threads::{Thread, ThreadPatch, ThreadStatus};
@@ -55,6 +56,9 @@ pub(crate) struct LiveRun {
     pub(crate) cancel: CancellationToken,
     /// Its events, for SSE clients.
     pub(crate) events: RunChannel,
+    /// Set with `cancel` when the run is to be rolled back: deleted with
+    /// its checkpoints rather than kept `interrupted`.
+    pub(crate) rollback: AtomicBool,
     // The body `wait` and `join` answer, set once when the run ends.
     outcome: watch::Sender<Option<Bytes>>,
 }
@@ -189,22 +193,15 @@ impl RunManager {
         }
     }
 
-    /// Cancels one run (it is being deleted): out of the queue if queued,
-    /// told to stop if executing.
-    pub(crate) async fn cancel_run(&self, thread_id: &str, run_id: &str) {
-        let mut gate = self.gate(thread_id).await;
-        if let Some(index) = gate.pending.iter().position(|id| id == run_id) {
-            gate.pending.remove(index);
-            drop(gate);
-            self.drop_queued(&[run_id.to_owned()]);
-        } else if gate.running.as_deref() == Some(run_id) {
-            drop(gate);
-            if let Some(run) = self.live(run_id) {
-                run.cancel.cancel();
+    /// Tells the executing run `run_id` to stop, rolled back or not.
+    fn stop(&self, run_id: &str, action: CancelAction) {
+        if let Some(run) = self.live(run_id) {
+            if action == CancelAction::Rollback {
+                run.rollback.store(true, Ordering::SeqCst);
             }
+            run.cancel.cancel();
         }
     }
-
     /// Forgets runs taken out of their queue before they started; whoever
     /// waits for them gets an empty answer.
     fn drop_queued(&self, run_ids: &[String]) {
@@ -266,10 +263,27 @@ pub(crate) async fn submit(
         }
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
-    if request.multitask_strategy == MultitaskStrategy::Reject && gate.busy() {
-        return Err(ApiError::conflict(
-            "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
-        ));
+    match request.multitask_strategy {
+        MultitaskStrategy::Reject if gate.busy() => {
+            return Err(ApiError::conflict(
+                "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+            ));
+        }
+        // The runs in flight give way; the new one queues behind the one
+        // still stopping.
+        strategy @ (MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback) => {
+            let action = if strategy == MultitaskStrategy::Rollback {
+                CancelAction::Rollback
+            } else {
+                CancelAction::Interrupt
+            };
+            let in_flight: Vec<String> =
+                gate.running.iter().chain(&gate.pending).cloned().collect();
+            for run_id in in_flight {
+                cancel_under_gate(core, &mut gate, &run_id, action).await?;
+            }
+        }
+        MultitaskStrategy::Reject | MultitaskStrategy::Enqueue => {}
     }
     let run_config = request.config_other();
     let run = request.into_run(
@@ -289,9 +303,79 @@ pub(crate) async fn submit(
         content: None,
     };
     core.repository.patch_thread(thread_id, patch).await?;
+    let live = go_live(core, &run);
+    let events = subscribe.then(|| live.events.subscribe(StartAt::Now));
+    gate.pending.push_back(run.run_id.clone());
+    start_next(core, thread_id, &mut gate);
+    Ok(Submitted { run, live, events })
+}
+
+/// How a cancelled run ends (API.md 5.1, `action`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CancelAction {
+    /// `interrupted`, its progress kept (the default).
+    #[default]
+    Interrupt,
+    /// Deleted, with the checkpoints it saved.
+    Rollback,
+}
+
+/// Cancels a run of `thread_id`: one still queued leaves the queue (its
+/// record `interrupted`, or deleted for a rollback); the executing one is
+/// told to stop and ends so in `exec`. Whether the run was in flight here.
+///
+/// # Errors
+/// The repository's.
+pub(crate) async fn cancel(
+    core: &Core,
+    thread_id: &str,
+    run_id: &str,
+    action: CancelAction,
+) -> Result<bool, ApiError> {
+    let mut gate = core.runs.gate(thread_id).await;
+    cancel_under_gate(core, &mut gate, run_id, action).await
+}
+
+/// [`cancel`] with the thread's gate already held.
+async fn cancel_under_gate(
+    core: &Core,
+    gate: &mut Gate,
+    run_id: &str,
+    action: CancelAction,
+) -> Result<bool, ApiError> {
+    if gate.running.as_deref() == Some(run_id) {
+        core.runs.stop(run_id, action);
+        return Ok(true);
+    }
+    let Some(index) = gate.pending.iter().position(|id| id == run_id) else {
+        return Ok(false);
+    };
+    gate.pending.remove(index);
+    let thread_id = core.runs.live(run_id).map(|live| live.thread_id.clone());
+    if let Some(thread_id) = thread_id {
+        match action {
+            CancelAction::Rollback => {
+                core.repository.delete_run(&thread_id, run_id).await?;
+            }
+            CancelAction::Interrupt => {
+                if let Some(mut run) = core.repository.get_run(&thread_id, run_id).await? {
+                    run.status = RunStatus::Interrupted;
+                    run.updated_at = chrono::Utc::now();
+                    core.repository.replace_run(run).await?;
+                }
+            }
+        }
+    }
+    core.runs.drop_queued(&[run_id.to_owned()]);
+    Ok(true)
+}
+
+/// Registers `run` as live in this process: cancellable, streamed, awaited.
+fn go_live(core: &Core, run: &Run) -> Arc<LiveRun> {
     let streams = &core.settings.streams;
     let live = Arc::new(LiveRun {
-        thread_id: thread_id.to_owned(),
+        thread_id: run.thread_id.clone(),
         cancel: CancellationToken::new(),
         events: RunChannel::new(
             run.kwargs.resumable,
@@ -299,12 +383,36 @@ pub(crate) async fn submit(
             streams.run_log_max_bytes,
         ),
         outcome: watch::Sender::new(None),
+        rollback: AtomicBool::new(false),
     });
-    let events = subscribe.then(|| live.events.subscribe(StartAt::Now));
-    lock(&manager.live).insert(run.run_id.clone(), Arc::clone(&live));
-    gate.pending.push_back(run.run_id.clone());
-    start_next(core, thread_id, &mut gate);
-    Ok(Submitted { run, live, events })
+    lock(&core.runs.live).insert(run.run_id.clone(), Arc::clone(&live));
+    live
+}
+
+/// Takes over the runs a server left in flight on this database when it
+/// stopped: each queues again on its thread, in the order it was created.
+/// A run that was running starts its next attempt, from the last
+/// checkpoint it saved (`exec`); one that was pending starts as if nothing
+/// happened. Returns how many it took over.
+///
+/// # Errors
+/// The repository's.
+pub(crate) async fn recover(core: &Arc<Core>) -> Result<usize, crate::persist::PersistError> {
+    let runs = core.repository.in_flight_runs().await?;
+    for mut run in runs.iter().cloned() {
+        let mut gate = core.runs.gate(&run.thread_id).await;
+        if run.status == RunStatus::Running {
+            run.status = RunStatus::Pending;
+            run.updated_at = chrono::Utc::now();
+            core.repository.replace_run(run.clone()).await?;
+        }
+        go_live(core, &run);
+        tracing::info!(run_id = %run.run_id, thread_id = %run.thread_id, "a run left in flight is queued again");
+        gate.pending.push_back(run.run_id.clone());
+        let thread_id = run.thread_id.clone();
+        start_next(core, &thread_id, &mut gate);
+    }
+    Ok(runs.len())
 }
 
 /// Starts the thread's next queued run, unless one is executing.

@@ -193,14 +193,6 @@ impl RunCreate {
             )));
         }
         let strategy = self.multitask_strategy.unwrap_or_default();
-        if matches!(
-            strategy,
-            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback
-        ) {
-            return Err(ApiError::unsupported(
-                "multitask_strategy 'interrupt' or 'rollback'",
-            ));
-        }
         if self.webhook.is_some() {
             return Err(ApiError::unsupported("webhook"));
         }

@@ -128,3 +128,75 @@ fn a_file_whose_server_schema_differs_is_refused() {
     let unsupported = Server::builder().settings(settings).build().unwrap_err();
     assert_eq!(unsupported.kind(), stategraph::ErrorKind::Unsupported);
 }
+
+/// A server whose process dies mid-run (its runtime dropped: no task
+/// finishes) leaves the run `running` in the file; the next server on the
+/// file takes it over as attempt 2, from the checkpoint it saved, without
+/// feeding its input twice.
+#[test]
+fn a_run_left_running_by_a_dead_server_goes_on_as_its_next_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("server.db").display());
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let dying = runtime();
+    let (thread, run_id) = dying.block_on(async {
+        let (address, _stop, _task) = serve_on(&url).await;
+        let thread = crate::support::new_thread(address).await;
+        let run = send(
+            address,
+            &format!("POST /threads/{thread}/runs"),
+            &json!({"assistant_id": "simple", "input": {"count": 30}}),
+        )
+        .await
+        .json();
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        // Its input checkpoint is saved, its node sleeping.
+        crate::support::poll(address, &format!("/threads/{thread}/state"), |state| {
+            state["metadata"]["run_id"] == json!(run_id)
+        })
+        .await;
+        (thread, run_id)
+    });
+    dying.shutdown_background();
+
+    runtime().block_on(async {
+        let (address, stop, task) = serve_on(&url).await;
+        let joined = call(
+            address,
+            &format!("GET /threads/{thread}/runs/{run_id}/join"),
+        )
+        .await;
+        assert_eq!(joined.json(), json!({"messages": [], "count": 31}));
+        let run = call(address, &format!("GET /threads/{thread}/runs/{run_id}"))
+            .await
+            .json();
+        assert_eq!(run["status"], "success");
+        assert_eq!(run["kwargs"]["config"]["metadata"]["run_attempt"], 2);
+        let history = send(
+            address,
+            &format!("POST /threads/{thread}/history"),
+            &json!({"limit": 20}),
+        )
+        .await
+        .json();
+        let inputs = history
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|state| state["metadata"]["source"] == "input")
+            .count();
+        assert_eq!(inputs, 1, "the input was not fed again: {history}");
+        let thread_now = call(address, &format!("GET /threads/{thread}"))
+            .await
+            .json();
+        assert_eq!(thread_now["status"], "idle");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    });
+}

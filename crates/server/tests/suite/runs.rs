@@ -732,3 +732,134 @@ async fn deleting_a_thread_cancels_its_runs() {
         404
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_run_is_interrupted_or_rolled_back() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let thread = new_thread(address).await;
+    let slow = json!({"assistant_id": "simple", "input": {"count": 100}});
+    let run = send(address, &format!("POST /threads/{thread}/runs"), &slow)
+        .await
+        .json();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    poll(address, &format!("/threads/{thread}/runs/{run_id}"), |r| {
+        r["status"] == "running"
+    })
+    .await;
+    // TRANSCRIPTS.md section 15.
+    let cancelled = call(
+        address,
+        &format!("POST /threads/{thread}/runs/{run_id}/cancel?wait=true&action=interrupt"),
+    )
+    .await;
+    assert_eq!((cancelled.status, cancelled.json()), (200, json!({})));
+    let run = call(address, &format!("GET /threads/{thread}/runs/{run_id}"))
+        .await
+        .json();
+    assert_eq!(run["status"], "interrupted");
+    let state = call(address, &format!("GET /threads/{thread}/state"))
+        .await
+        .json();
+    assert_eq!(
+        state["metadata"]["run_id"],
+        json!(run_id),
+        "its progress is kept"
+    );
+
+    let second = send(address, &format!("POST /threads/{thread}/runs"), &slow)
+        .await
+        .json();
+    let second_id = second["run_id"].as_str().unwrap().to_owned();
+    poll(
+        address,
+        &format!("/threads/{thread}/runs/{second_id}"),
+        |r| r["status"] == "running",
+    )
+    .await;
+    let rolled = call(
+        address,
+        &format!("POST /threads/{thread}/runs/{second_id}/cancel?action=rollback"),
+    )
+    .await;
+    assert_eq!((rolled.status, rolled.body.as_str()), (202, ""));
+    poll(address, &format!("/threads/{thread}"), |t| {
+        t["status"] != "busy"
+    })
+    .await;
+    let gone = call(address, &format!("GET /threads/{thread}/runs/{second_id}")).await;
+    assert_eq!(gone.status, 404, "a rolled-back run is deleted");
+    let history = send(
+        address,
+        &format!("POST /threads/{thread}/history"),
+        &json!({"limit": 50}),
+    )
+    .await
+    .json();
+    assert!(
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["metadata"]["run_id"] != json!(second_id)),
+        "and its checkpoints with it"
+    );
+    let unknown = call(
+        address,
+        &format!("POST /threads/{thread}/runs/3e8c5434-5ebe-4202-bf0c-3f73297b77fd/cancel"),
+    )
+    .await;
+    assert_eq!(
+        (unknown.status, unknown.json()),
+        (404, json!({"detail": "No runs found to cancel."}))
+    );
+    let none = send(address, "POST /runs/cancel", &json!({"status": "all"})).await;
+    assert_eq!(none.status, 404, "nothing in flight");
+    let bad = send(address, "POST /runs/cancel", &json!({})).await;
+    assert_eq!(bad.status, 422);
+    send(address, &format!("POST /threads/{thread}/runs"), &slow).await;
+    let all = send(address, "POST /runs/cancel", &json!({"status": "all"})).await;
+    assert_eq!(all.status, 204);
+    poll(address, &format!("/threads/{thread}"), |t| {
+        t["status"] != "busy"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn interrupt_and_rollback_make_way_for_the_new_run() {
+    let address = start_fixtures(on_a_free_port()).await;
+    for (strategy, first_after) in [("interrupt", Some("interrupted")), ("rollback", None)] {
+        let thread = new_thread(address).await;
+        let first = send(
+            address,
+            &format!("POST /threads/{thread}/runs"),
+            &json!({"assistant_id": "simple", "input": {"count": 100}}),
+        )
+        .await
+        .json();
+        let first_id = first["run_id"].as_str().unwrap().to_owned();
+        poll(
+            address,
+            &format!("/threads/{thread}/runs/{first_id}"),
+            |r| r["status"] == "running",
+        )
+        .await;
+        let second = send(
+            address,
+            &format!("POST /threads/{thread}/runs/wait"),
+            &json!({"assistant_id": "simple", "input": {"count": 1}, "multitask_strategy": strategy}),
+        )
+        .await;
+        assert_eq!(second.status, 200, "{strategy}: {}", second.body);
+        assert_eq!(second.json()["count"], 2, "{strategy}");
+        let first_now = call(address, &format!("GET /threads/{thread}/runs/{first_id}")).await;
+        match first_after {
+            Some(status) => assert_eq!(first_now.json()["status"], status, "{strategy}"),
+            None => assert_eq!(first_now.status, 404, "{strategy}: the first run is gone"),
+        }
+        let done = call(address, &format!("GET /threads/{thread}"))
+            .await
+            .json();
+        assert_eq!(done["status"], "idle", "{strategy}");
+    }
+}
