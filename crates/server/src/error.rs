@@ -40,8 +40,8 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A setting names something this server does not serve yet (a
-    /// PostgreSQL database).
+    /// A setting names something this server does not serve (a database
+    /// URL of another kind).
     #[error("not supported yet: {0}")]
     Unsupported(String),
     /// Two graphs registered under one id.

@@ -45,7 +45,7 @@ impl ServerBuilder {
     /// `http.cors_allow_origins` that is not a header value
     /// ([`Error::InvalidSetting`]); a database that cannot be opened
     /// ([`Error::Database`]) or is not served yet ([`Error::Unsupported`]).
-    pub fn build(self) -> Result<Server, Error> {
+    pub async fn build(self) -> Result<Server, Error> {
         for origin in &self.settings.http.cors_allow_origins {
             if axum::http::HeaderValue::from_str(origin).is_err() {
                 return Err(Error::InvalidSetting {
@@ -69,7 +69,7 @@ impl ServerBuilder {
             repository,
             saver,
             store,
-        } = Storage::open(&self.settings.database.url)?;
+        } = Storage::open(&self.settings.database.url).await?;
         // Runs and the state API use the server's saver and store, as
         // LangGraph Server ignores a graph's own.
         let graphs = self

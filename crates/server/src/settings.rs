@@ -32,8 +32,8 @@ pub struct Settings {
 pub struct DatabaseSettings {
     /// `sqlite://PATH` (the default, `sqlite://stategraph.db`): threads,
     /// runs, checkpoints and store items in one SQLite file, created if
-    /// needed; `memory`: everything in this process, gone when it stops.
-    /// PostgreSQL URLs are not served yet.
+    /// needed; `postgres://...`: all of it in that database (migrated at
+    /// start); `memory`: everything in this process, gone when it stops.
     pub url: String,
 }
 

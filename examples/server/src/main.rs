@@ -61,7 +61,7 @@ async fn main() -> anyhow::Result<()> {
     for (id, graph) in stategraph_server::fixtures::all()? {
         builder = builder.graph(id, graph);
     }
-    let bound = builder.build()?.bind().await?;
+    let bound = builder.build().await?.bind().await?;
     // The first line is what scripts read to find the port.
     println!("listening on http://{}", bound.local_addr());
     bound.serve().await?;

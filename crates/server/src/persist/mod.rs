@@ -3,11 +3,13 @@
 //! store stay in the savers and stores of the layers below.
 
 mod memory;
+mod postgres;
 mod sqlite;
 
 use futures::future::BoxFuture;
 
 pub(crate) use memory::MemoryRepository;
+pub(crate) use postgres::PostgresRepository;
 pub(crate) use sqlite::SqliteRepository;
 
 use crate::runs::{Run, RunQuery};
@@ -22,14 +24,15 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
-    /// Opens the storage `url` names: `memory`, or `sqlite://PATH` (one
-    /// file for records, checkpoints and store items; created if needed).
+    /// Opens the storage `url` names: `memory`, `sqlite://PATH` (one file
+    /// for records, checkpoints and store items; created if needed), or
+    /// `postgres://...` (one database and pool for all three; migrated).
     ///
     /// # Errors
     /// [`Error::Database`](crate::Error::Database) when the file cannot be
     /// opened or migrated; [`Error::Unsupported`](crate::Error::Unsupported)
     /// for another kind of URL.
-    pub(crate) fn open(url: &str) -> std::result::Result<Self, crate::Error> {
+    pub(crate) async fn open(url: &str) -> std::result::Result<Self, crate::Error> {
         use std::sync::Arc;
 
         use stategraph::checkpoint::InMemorySaver;
@@ -64,8 +67,29 @@ impl Storage {
                 store: Arc::new(store),
             });
         }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            use stategraph::checkpoint_postgres::{PostgresSaver, PostgresStore};
+            let pool = PostgresSaver::pool_options()
+                .connect(url)
+                .await
+                .map_err(|err| database(err.to_string()))?;
+            let saver = PostgresSaver::from_pool(pool.clone());
+            saver
+                .setup()
+                .await
+                .map_err(|err| database(err.to_string()))?;
+            let store = PostgresStore::from_pool(pool.clone());
+            let repository = PostgresRepository::open(pool)
+                .await
+                .map_err(|err| database(err.0))?;
+            return Ok(Self {
+                repository: Arc::new(repository),
+                saver: Arc::new(saver),
+                store: Arc::new(store),
+            });
+        }
         Err(crate::Error::Unsupported(format!(
-            "database.url {url:?}: \"memory\" and \"sqlite://PATH\" are served so far"
+            "database.url {url:?}: \"memory\", \"sqlite://PATH\" and \"postgres://...\" are served"
         )))
     }
 }

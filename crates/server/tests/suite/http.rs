@@ -142,8 +142,8 @@ fn settings_come_from_a_file_then_the_environment() {
     assert_eq!(bad.kind(), stategraph::ErrorKind::InvalidInput);
 }
 
-#[test]
-fn a_graph_id_is_registered_once() {
+#[tokio::test]
+async fn a_graph_id_is_registered_once() {
     let graph = || {
         let mut graph = StateGraph::new(Schema::new().append("log"));
         graph
@@ -155,18 +155,24 @@ fn a_graph_id_is_registered_once() {
     let twice = Server::builder()
         .graph("a", graph())
         .graph("a", graph())
-        .build();
+        .build()
+        .await;
     assert!(matches!(twice, Err(Error::DuplicateGraph(id)) if id == "a"));
     let server = Server::builder()
         .settings(on_a_free_port())
         .graph("a", graph())
         .graph("b", graph())
         .build()
+        .await
         .unwrap();
     assert_eq!(server.graph_ids().collect::<Vec<_>>(), ["a", "b"]);
     let mut settings = Settings::default();
     settings.http.cors_allow_origins = vec!["bad\norigin".into()];
-    let bad = Server::builder().settings(settings).build().unwrap_err();
+    let bad = Server::builder()
+        .settings(settings)
+        .build()
+        .await
+        .unwrap_err();
     assert!(bad.to_string().contains("cors_allow_origins"), "{bad}");
 }
 

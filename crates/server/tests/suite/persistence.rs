@@ -18,7 +18,7 @@ async fn serve_on(url: &str) -> (SocketAddr, oneshot::Sender<()>, tokio::task::J
     for (id, graph) in stategraph_server::fixtures::all().unwrap() {
         builder = builder.graph(id, graph);
     }
-    let bound = builder.build().unwrap().bind().await.unwrap();
+    let bound = builder.build().await.unwrap().bind().await.unwrap();
     let address = bound.local_addr();
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -36,7 +36,49 @@ async fn serve_on(url: &str) -> (SocketAddr, oneshot::Sender<()>, tokio::task::J
 async fn a_restart_on_the_same_file_keeps_threads_runs_and_state() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("server.db").display());
-    let (address, stop, task) = serve_on(&url).await;
+    a_restart_keeps_everything(&url).await;
+}
+
+#[tokio::test]
+async fn a_restart_on_the_same_postgres_database_keeps_threads_runs_and_state() {
+    let Some(url) = postgres_schema().await else {
+        return;
+    };
+    a_restart_keeps_everything(&url).await;
+}
+
+/// A fresh schema on the throwaway cluster `cargo xtask ci` starts, as a
+/// URL whose connections use it (`None` outside CI when the variable is
+/// unset: the PostgreSQL part is then skipped, loudly).
+#[allow(clippy::print_stderr)] // Says that the PostgreSQL part did not run.
+async fn postgres_schema() -> Option<String> {
+    let base = match std::env::var("STATEGRAPH_TEST_POSTGRES_URL") {
+        Ok(url) => url,
+        // CI must not pass without PostgreSQL.
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("STATEGRAPH_TEST_POSTGRES_URL is not set under CI")
+        }
+        Err(_) => {
+            eprintln!("STATEGRAPH_TEST_POSTGRES_URL is not set: PostgreSQL part not run");
+            return None;
+        }
+    };
+    let name = format!("sg_server_{}", uuid::Uuid::new_v4().simple());
+    let pool = sqlx::PgPool::connect(&base).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let separator = if base.contains('?') { '&' } else { '?' };
+    Some(format!(
+        "{base}{separator}options=-c%20search_path%3D{name}"
+    ))
+}
+
+/// Threads, runs and checkpoints on `url` survive a restart.
+async fn a_restart_keeps_everything(url: &str) {
+    let (address, stop, task) = serve_on(url).await;
     let thread = send(
         address,
         "POST /threads",
@@ -61,7 +103,7 @@ async fn a_restart_on_the_same_file_keeps_threads_runs_and_state() {
     stop.send(()).unwrap();
     task.await.unwrap();
 
-    let (address, stop, task) = serve_on(&url).await;
+    let (address, stop, task) = serve_on(url).await;
     let after = call(address, &format!("GET /threads/{id}")).await.json();
     assert_eq!(after, before, "the thread record as it was");
     assert_eq!(
@@ -98,8 +140,8 @@ async fn a_restart_on_the_same_file_keeps_threads_runs_and_state() {
     task.await.unwrap();
 }
 
-#[test]
-fn a_file_whose_server_schema_differs_is_refused() {
+#[tokio::test]
+async fn a_file_whose_server_schema_differs_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.db");
     let url = format!("sqlite://{}", path.display());
@@ -108,6 +150,7 @@ fn a_file_whose_server_schema_differs_is_refused() {
     Server::builder()
         .settings(settings.clone())
         .build()
+        .await
         .unwrap();
     {
         let connection = rusqlite::Connection::open(&path).unwrap();
@@ -121,11 +164,16 @@ fn a_file_whose_server_schema_differs_is_refused() {
     let refused = Server::builder()
         .settings(settings.clone())
         .build()
+        .await
         .unwrap_err();
     assert!(matches!(refused, Error::Database { .. }), "{refused}");
     assert!(refused.to_string().contains("migration 1"), "{refused}");
-    settings.database.url = "postgres://localhost/db".into();
-    let unsupported = Server::builder().settings(settings).build().unwrap_err();
+    settings.database.url = "mysql://localhost/db".into();
+    let unsupported = Server::builder()
+        .settings(settings)
+        .build()
+        .await
+        .unwrap_err();
     assert_eq!(unsupported.kind(), stategraph::ErrorKind::Unsupported);
 }
 

@@ -80,6 +80,7 @@ pub(crate) async fn start(settings: Settings) -> SocketAddr {
         .settings(settings)
         .graph("agent", graph.compile().unwrap())
         .build()
+        .await
         .unwrap();
     let bound = server.bind().await.unwrap();
     let address = bound.local_addr();
@@ -120,7 +121,7 @@ pub(crate) async fn start_fixtures(settings: Settings) -> SocketAddr {
     for (id, graph) in stategraph_server::fixtures::all().unwrap() {
         builder = builder.graph(id, graph);
     }
-    let bound = builder.build().unwrap().bind().await.unwrap();
+    let bound = builder.build().await.unwrap().bind().await.unwrap();
     let address = bound.local_addr();
     tokio::spawn(bound.serve_until(std::future::pending()));
     address

@@ -1,0 +1,342 @@
+//! The PostgreSQL repository (`database.url = "postgres://..."`): the
+//! server's records in the database that also holds its checkpoints and
+//! store, on one pool. Every statement is unnamed, so a transaction-mode
+//! pooler in front works, as with the saver. Records are JSON documents
+//! beside the columns a lookup or an order needs; thread searches filter in
+//! Rust with the rules every backend shares ([`ThreadFilter::matches`]).
+
+use futures::future::{BoxFuture, FutureExt};
+use sqlx::postgres::{PgArguments, PgPool};
+use sqlx::{Postgres, Row};
+
+use super::{Inserted, PersistError, Repository, Result};
+use crate::runs::{Run, RunQuery};
+use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+
+/// The schema, one entry per version, never edited (as SQLite's: a
+/// database records each text it applied and a different history is
+/// refused).
+const MIGRATIONS: &[&str] = &["\
+CREATE TABLE sg_threads (
+    thread_id TEXT PRIMARY KEY,
+    updated_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE TABLE sg_runs (
+    run_id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
+"];
+
+/// The advisory lock the migrations run under (one server migrates at a
+/// time).
+const MIGRATION_LOCK: i64 = 0x5347_5345_5256_0001;
+
+/// Records in PostgreSQL.
+#[derive(Debug, Clone)]
+pub(crate) struct PostgresRepository {
+    pool: PgPool,
+}
+
+impl From<sqlx::Error> for PersistError {
+    fn from(err: sqlx::Error) -> Self {
+        Self(format!("postgres: {err}"))
+    }
+}
+
+/// An unnamed statement (pooler-safe).
+fn query(sql: &'static str) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+    sqlx::query(sql).persistent(false)
+}
+
+impl PostgresRepository {
+    /// The repository on `pool`, its migrations applied.
+    ///
+    /// # Errors
+    /// The database's, or a schema this server did not write.
+    pub(crate) async fn open(pool: PgPool) -> Result<Self> {
+        let mut tx = pool.begin().await?;
+        query("SELECT pg_advisory_xact_lock($1)")
+            .bind(MIGRATION_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        query("CREATE TABLE IF NOT EXISTS sg_schema_migrations (version INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            .execute(&mut *tx)
+            .await?;
+        let applied: Vec<(i32, String)> =
+            query("SELECT version, text FROM sg_schema_migrations ORDER BY version")
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<std::result::Result<_, sqlx::Error>>()?;
+        if applied.len() > MIGRATIONS.len() {
+            return Err(PersistError(format!(
+                "the database's server schema is version {}, newer than this server's {}",
+                applied.len(),
+                MIGRATIONS.len()
+            )));
+        }
+        for (index, (version, text)) in applied.iter().enumerate() {
+            if usize::try_from(*version).ok() != Some(index + 1) || text != MIGRATIONS[index] {
+                return Err(PersistError(format!(
+                    "the database's server schema migration {version} is not the one this server knows"
+                )));
+            }
+        }
+        for (index, text) in MIGRATIONS.iter().enumerate().skip(applied.len()) {
+            // The texts are this file's constants.
+            sqlx::raw_sql(sqlx::AssertSqlSafe(*text))
+                .execute(&mut *tx)
+                .await?;
+            query("INSERT INTO sg_schema_migrations (version, text) VALUES ($1, $2)")
+                .bind(i32::try_from(index + 1).unwrap_or(i32::MAX))
+                .bind(*text)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Self { pool })
+    }
+}
+
+fn thread_doc(thread: &Thread) -> Result<String> {
+    Ok(serde_json::to_string(thread)?)
+}
+
+fn status_text(run: &Run) -> Result<String> {
+    match serde_json::to_value(run.status)? {
+        serde_json::Value::String(status) => Ok(status),
+        other => Err(PersistError(format!("a run status as {other}"))),
+    }
+}
+
+fn docs<T: serde::de::DeserializeOwned>(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<T>> {
+    rows.iter()
+        .map(|row| {
+            let doc: String = row.try_get(0)?;
+            Ok(serde_json::from_str(&doc)?)
+        })
+        .collect()
+}
+
+impl PostgresRepository {
+    async fn matching(&self, filter: &ThreadFilter) -> Result<Vec<Thread>> {
+        let rows = query("SELECT doc FROM sg_threads WHERE $1::text IS NULL OR status = $1")
+            .bind(filter.status.map(|status| status.as_str()))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(docs::<Thread>(&rows)?
+            .into_iter()
+            .filter(|thread| filter.matches(thread))
+            .collect())
+    }
+}
+
+impl Repository for PostgresRepository {
+    fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
+        async move {
+            let inserted = query(
+                "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO NOTHING",
+            )
+            .bind(&thread.thread_id)
+            .bind(crate::wire::timestamp(thread.updated_at))
+            .bind(thread.status.as_str())
+            .bind(thread_doc(&thread)?)
+            .execute(&self.pool)
+            .await?;
+            if inserted.rows_affected() == 1 {
+                return Ok(Inserted::New(thread));
+            }
+            let existing = self
+                .get_thread(&thread.thread_id)
+                .await?
+                .ok_or_else(|| PersistError("a thread vanished while it was inserted".into()))?;
+            Ok(Inserted::Existing(existing))
+        }
+        .boxed()
+    }
+
+    fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
+        async move {
+            let rows = query("SELECT doc FROM sg_threads WHERE thread_id = $1")
+                .bind(thread_id)
+                .fetch_all(&self.pool)
+                .await?;
+            Ok(docs(&rows)?.into_iter().next())
+        }
+        .boxed()
+    }
+
+    fn patch_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+        patch: ThreadPatch,
+    ) -> BoxFuture<'a, Result<Option<Thread>>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let rows = query("SELECT doc FROM sg_threads WHERE thread_id = $1 FOR UPDATE")
+                .bind(thread_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let Some(mut thread) = docs::<Thread>(&rows)?.into_iter().next() else {
+                return Ok(None);
+            };
+            patch.apply(&mut thread, chrono::Utc::now());
+            query(
+                "UPDATE sg_threads SET updated_at = $2, status = $3, doc = $4 WHERE thread_id = $1",
+            )
+            .bind(thread_id)
+            .bind(crate::wire::timestamp(thread.updated_at))
+            .bind(thread.status.as_str())
+            .bind(thread_doc(&thread)?)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(Some(thread))
+        }
+        .boxed()
+    }
+
+    fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            query("DELETE FROM sg_runs WHERE thread_id = $1")
+                .bind(thread_id)
+                .execute(&mut *tx)
+                .await?;
+            let deleted = query("DELETE FROM sg_threads WHERE thread_id = $1")
+                .bind(thread_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(deleted.rows_affected() == 1)
+        }
+        .boxed()
+    }
+
+    fn search_threads<'a>(
+        &'a self,
+        search: &'a ThreadSearch,
+    ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
+        async move {
+            let mut found = self.matching(&search.filter).await?;
+            found.sort_by(|a, b| search.compare(a, b));
+            let total = found.len();
+            let page = found
+                .into_iter()
+                .skip(search.offset)
+                .take(search.limit)
+                .collect();
+            Ok((page, total))
+        }
+        .boxed()
+    }
+
+    fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {
+        async move { Ok(self.matching(filter).await?.len()) }.boxed()
+    }
+
+    fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
+        async move {
+            query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
+                .bind(&run.run_id)
+                .bind(&run.thread_id)
+                .bind(crate::wire::timestamp(run.created_at))
+                .bind(status_text(&run)?)
+                .bind(serde_json::to_string(&run)?)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Run>>> {
+        async move {
+            let rows = query("SELECT doc FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                .bind(run_id)
+                .bind(thread_id)
+                .fetch_all(&self.pool)
+                .await?;
+            Ok(docs(&rows)?.into_iter().next())
+        }
+        .boxed()
+    }
+
+    fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>> {
+        async move {
+            let replaced = query("UPDATE sg_runs SET status = $2, doc = $3 WHERE run_id = $1")
+                .bind(&run.run_id)
+                .bind(status_text(&run)?)
+                .bind(serde_json::to_string(&run)?)
+                .execute(&self.pool)
+                .await?;
+            Ok(replaced.rows_affected() == 1)
+        }
+        .boxed()
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        thread_id: &'a str,
+        query_: &'a RunQuery,
+    ) -> BoxFuture<'a, Result<Vec<Run>>> {
+        async move {
+            let status = query_
+                .status
+                .map(|status| serde_json::to_value(status).map(|v| v.as_str().map(str::to_owned)))
+                .transpose()?
+                .flatten();
+            let rows = query(
+                "SELECT doc FROM sg_runs WHERE thread_id = $1 AND ($2::text IS NULL OR status = $2) \
+                 ORDER BY created_at DESC, run_id DESC LIMIT $3 OFFSET $4",
+            )
+            .bind(thread_id)
+            .bind(status)
+            .bind(i64::try_from(query_.limit).unwrap_or(i64::MAX))
+            .bind(i64::try_from(query_.offset).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?;
+            docs(&rows)
+        }
+        .boxed()
+    }
+
+    fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
+        async move {
+            let rows = query(
+                "SELECT doc FROM sg_runs WHERE status IN ('pending', 'running') ORDER BY created_at, run_id",
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            docs(&rows)
+        }
+        .boxed()
+    }
+
+    fn delete_run<'a>(
+        &'a self,
+        thread_id: &'a str,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool>> {
+        async move {
+            let deleted = query("DELETE FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                .bind(run_id)
+                .bind(thread_id)
+                .execute(&self.pool)
+                .await?;
+            Ok(deleted.rows_affected() == 1)
+        }
+        .boxed()
+    }
+}
