@@ -1,6 +1,6 @@
 //! `cargo xtask server-clients`: the official LangGraph clients against
-//! `examples/server` on 127.0.0.1, once on the in-memory backend and once
-//! on a SQLite file. The Python SDK suite (CLIENT-CONFORMANCE Layer 1) runs
+//! `examples/server` on 127.0.0.1, on each backend: in memory, a SQLite
+//! file, and PostgreSQL. The Python SDK suite (CLIENT-CONFORMANCE Layer 1) runs
 //! from a venv made from its lock file; the JS SDK check (Layer 4) runs with
 //! each pinned SDK version, installed by `npm ci`. The server is started
 //! with `--port 0` and stopped at the end of each pass, whatever happens.
@@ -94,8 +94,8 @@ fn venv(root: &Path, lock: &Path) -> Result<PathBuf> {
 }
 
 /// Builds the example server, then runs every client suite against it on
-/// each backend.
-pub(crate) fn run(root: &Path) -> Result<()> {
+/// each backend (PostgreSQL at `postgres`).
+pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
     super::step({
         let mut cmd = super::cargo();
         cmd.args(["build", "--quiet", "-p", "server"]);
@@ -115,7 +115,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let dir = root.join("target/server-clients");
     let database = dir.join(format!("server-{}.db", std::process::id()));
     let sqlite = format!("sqlite://{}", database.display());
-    for url in ["memory", sqlite.as_str()] {
+    for url in ["memory", sqlite.as_str(), postgres] {
         let served = serve(root, &["--database-url", url])?;
         println!("\n==> the Python SDK suite against {} ({url})", served.url);
         check(

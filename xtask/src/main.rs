@@ -32,7 +32,9 @@ commands:
   traces                  run the ported LangGraph golden traces, one line per
                           case, then `N passed, M failed`
   server-clients          the official LangGraph clients (the Python SDK
-                          suite) against examples/server on 127.0.0.1
+                          suite, the JS SDK check) against examples/server on
+                          127.0.0.1: in memory, on SQLite and on a throwaway
+                          PostgreSQL
   layers [--metadata F]   check the crate dependency direction (from `cargo
                           metadata`, or from the JSON document in file F)
   bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
@@ -74,7 +76,10 @@ fn run(args: &[String]) -> Result<()> {
         Some("tidy") => tidy::check(&root),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("traces") => traces::run(&root),
-        Some("server-clients") => clients::run(&root),
+        Some("server-clients") => {
+            let cluster = postgres::Cluster::start()?;
+            clients::run(&root, &cluster.url())
+        }
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("layers") => {
             let metadata = match args.get(1).map(String::as_str) {
@@ -310,7 +315,7 @@ fn ci(root: &Path) -> Result<()> {
     }
     // The official clients against the example server.
     println!("\n==> server-clients");
-    clients::run(root)?;
+    clients::run(root, &url)?;
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;
