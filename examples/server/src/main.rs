@@ -7,14 +7,17 @@
 //! cargo run -p server -- --database-url memory   # nothing kept on disk
 //! ```
 //!
-//! It serves Rust ports of the official server's fixture graphs under their
-//! names (`hitl`, `simple`, `parent`, `boom`: `shared/server/fixture`), which
-//! the client test suites drive. Settings come from `stategraph.toml` and
+//! It serves the quickstart agent as `agent` (a ReAct agent with a weather
+//! and a calculator tool, over an OpenAI-compatible endpoint when
+//! `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, else a scripted model), and
+//! Rust ports of the official server's fixture graphs under their names
+//! (`hitl`, `simple`, `parent`, `boom`: `shared/server/fixture`), which the
+//! client test suites drive. Settings come from `stategraph.toml` and
 //! `STATEGRAPH_*` variables (see the `stategraph-server` crate), then these
 //! flags.
 
-// A server program: it says where it listens.
-#![allow(clippy::print_stdout)]
+// A server program: it says where it listens, and with which model.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 
@@ -57,7 +60,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(url) = args.database_url {
         settings.database.url = url;
     }
-    let mut builder = Server::builder().settings(settings);
+    let (model, model_name) = quickstart::model()?;
+    eprintln!("agent: the quickstart agent, model {model_name}");
+    let agent = quickstart::agent(model, stategraph::graph::CompileOptions::new())?;
+    let mut builder = Server::builder().settings(settings).graph("agent", agent);
     for (id, graph) in stategraph_server::fixtures::all()? {
         builder = builder.graph(id, graph);
     }
