@@ -112,7 +112,15 @@ impl ThreadState {
                         _ => None,
                     },
                     state,
-                    result: task.result.as_ref().map(|r| r.to_json()).transpose()?,
+                    result: task
+                        .result
+                        .as_ref()
+                        .map(|result| {
+                            let mut json = result.to_json()?;
+                            crate::wire::langchain_messages(&mut json);
+                            Ok::<_, ApiError>(json)
+                        })
+                        .transpose()?,
                 })
             })
             .collect::<Result<_, ApiError>>()?;
@@ -121,8 +129,10 @@ impl ThreadState {
             .metadata
             .is_some()
             .then(|| Address::of(&snapshot.config, !echo_without_ns));
+        let mut values = snapshot.values.to_json()?;
+        crate::wire::langchain_messages(&mut values);
         Ok(Self {
-            values: snapshot.values.to_json()?,
+            values,
             next: snapshot.next.clone(),
             tasks,
             metadata: snapshot
@@ -197,8 +207,10 @@ pub(crate) fn thread_content(
             by_task.insert(task.id.clone(), list);
         }
     }
+    let mut values = snapshot.values.to_json()?;
+    crate::wire::langchain_messages(&mut values);
     let content = ThreadContent::Stateful {
-        values: snapshot.values.to_json()?,
+        values,
         error,
         interrupts: by_task,
     };

@@ -62,6 +62,93 @@ pub(crate) fn contains(have: &Value, wanted: &Value) -> bool {
     }
 }
 
+/// The keys a LangChain message may have.
+const MESSAGE_KEYS: [&str; 15] = [
+    "content",
+    "additional_kwargs",
+    "response_metadata",
+    "type",
+    "name",
+    "id",
+    "tool_calls",
+    "invalid_tool_calls",
+    "usage_metadata",
+    "tool_call_id",
+    "artifact",
+    "status",
+    "tool_call_chunks",
+    "chunk_position",
+    "example",
+];
+
+/// How deep [`langchain_messages`] looks for messages.
+const MESSAGE_DEPTH: usize = 16;
+
+/// Every message in `value` written as LangChain's dict form, the form the
+/// official server sends: stategraph writes a message's empty fields only
+/// when set (`{"type": "ai", "content": "hi", "id": ...}`), LangChain
+/// writes them all (`additional_kwargs: {}`, `name: null`, `tool_calls:
+/// []`, ...). A message is an object with a message `type`, a `content`,
+/// and no key a message does not have.
+pub(crate) fn langchain_messages(value: &mut Value) {
+    fill_messages(value, MESSAGE_DEPTH);
+}
+
+fn fill_messages(value: &mut Value, depth: usize) {
+    let Some(depth) = depth.checked_sub(1) else {
+        return;
+    };
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(|item| fill_messages(item, depth)),
+        Value::Object(map) => {
+            let kind = map.get("type").and_then(Value::as_str).map(str::to_owned);
+            let message = map.contains_key("content")
+                && map.keys().all(|key| MESSAGE_KEYS.contains(&key.as_str()));
+            match kind.as_deref() {
+                Some(kind) if message => fill_message(map, kind),
+                _ => map.values_mut().for_each(|item| fill_messages(item, depth)),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One message's missing fields, by its type.
+fn fill_message(map: &mut serde_json::Map<String, Value>, kind: &str) {
+    let empty = || Value::Object(serde_json::Map::new());
+    let list = || Value::Array(Vec::new());
+    let mut defaults: Vec<(&str, Value)> = vec![
+        ("additional_kwargs", empty()),
+        ("response_metadata", empty()),
+        ("name", Value::Null),
+        ("id", Value::Null),
+    ];
+    match kind {
+        "ai" => defaults.extend([
+            ("tool_calls", list()),
+            ("invalid_tool_calls", list()),
+            ("usage_metadata", Value::Null),
+        ]),
+        "AIMessageChunk" => defaults.extend([
+            ("tool_calls", list()),
+            ("invalid_tool_calls", list()),
+            ("usage_metadata", Value::Null),
+            ("tool_call_chunks", list()),
+            ("chunk_position", Value::Null),
+        ]),
+        "tool" => defaults.extend([
+            ("artifact", Value::Null),
+            ("status", Value::from("success")),
+        ]),
+        "human" | "system" => {}
+        // Not a message type LangChain writes in this form.
+        _ => return,
+    }
+    for (key, value) in defaults {
+        map.entry(key).or_insert(value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -89,6 +176,41 @@ mod tests {
                 .map(|id| id.get_version_num()),
             Some(4)
         );
+    }
+
+    #[test]
+    fn messages_get_langchains_dict_form() {
+        let mut state = json!({
+            "messages": [
+                {"type": "human", "content": "hi", "id": "h"},
+                {"type": "ai", "content": "", "id": "a", "tool_calls": [{"name": "t", "args": {}, "id": "c"}]},
+                {"type": "tool", "content": "ok", "tool_call_id": "c", "id": "t"},
+            ],
+            "note": {"type": "ai", "content": "x", "extra": 1},
+            "count": 1,
+        });
+        langchain_messages(&mut state);
+        assert_eq!(
+            state["messages"][0],
+            json!({"type": "human", "content": "hi", "id": "h", "additional_kwargs": {}, "response_metadata": {}, "name": null})
+        );
+        let ai = &state["messages"][1];
+        assert_eq!(
+            (&ai["invalid_tool_calls"], &ai["usage_metadata"]),
+            (&json!([]), &Value::Null)
+        );
+        assert_eq!(ai["tool_calls"][0]["name"], "t", "what was there stays");
+        assert_eq!(state["messages"][2]["status"], "success");
+        assert_eq!(
+            state["note"],
+            json!({"type": "ai", "content": "x", "extra": 1}),
+            "an object with other keys is not a message"
+        );
+        let mut chunk =
+            json!([{"type": "AIMessageChunk", "content": "He"}, {"langgraph_node": "agent"}]);
+        langchain_messages(&mut chunk);
+        assert_eq!(chunk[0]["chunk_position"], Value::Null);
+        assert_eq!(chunk[1], json!({"langgraph_node": "agent"}));
     }
 
     #[test]

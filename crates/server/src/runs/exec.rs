@@ -35,21 +35,21 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// Takes in one chunk of the root graph.
-    fn absorb(&mut self, chunk: &StreamChunk, requested: StreamModes) {
-        if !chunk.namespace.is_empty() {
-            return;
-        }
-        let state_mode = chunk.mode == StreamMode::Values
-            || (chunk.mode == StreamMode::Updates && requested.contains(StreamMode::Updates));
-        if !state_mode {
-            return;
-        }
-        let json = with_response_schema(chunk.to_json());
+    /// Whether a chunk counts for the answer: the root graph's `values`,
+    /// and its `updates` when the client asked for them (where an interrupt
+    /// may show).
+    fn takes(chunk: &StreamChunk, requested: StreamModes) -> bool {
+        chunk.namespace.is_empty()
+            && (chunk.mode == StreamMode::Values
+                || (chunk.mode == StreamMode::Updates && requested.contains(StreamMode::Updates)))
+    }
+
+    /// Takes in a chunk it [`takes`](Self::takes), as the API shows it.
+    fn absorb(&mut self, mode: StreamMode, json: Value) {
         if json.get("__interrupt__").is_some() {
             self.interrupts.push(json.clone());
             self.latest = Some(json);
-        } else if chunk.mode == StreamMode::Values {
+        } else if mode == StreamMode::Values {
             self.latest = Some(json);
         }
     }
@@ -187,22 +187,15 @@ fn event_name(chunk: &StreamChunk) -> String {
     name
 }
 
-/// A chunk's data as compact JSON, in one pass; an interrupt gets its
-/// `response_schema` slot (only chunks that carry one are parsed again).
-fn event_data(chunk: &StreamChunk) -> Vec<u8> {
-    let bytes = serde_json::to_vec(&chunk.data).unwrap_or_else(|_| b"null".to_vec());
-    let state = matches!(chunk.mode, StreamMode::Values | StreamMode::Updates);
-    if state && contains(&bytes, b"\"__interrupt__\"") {
-        let patched = with_response_schema(chunk.to_json());
-        return serde_json::to_vec(&patched).unwrap_or(bytes);
+/// A chunk's data as the API shows it: messages in LangChain's dict form,
+/// interrupts with their `response_schema` slot.
+fn api_json(chunk: &StreamChunk) -> Value {
+    let mut json = chunk.to_json();
+    crate::wire::langchain_messages(&mut json);
+    if matches!(chunk.mode, StreamMode::Values | StreamMode::Updates) {
+        json = with_response_schema(json);
     }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
+    json
 }
 
 /// Streams the run's graph into `outcome`. The run's record as it started,
@@ -309,10 +302,18 @@ async fn drive(
             chunk = stream.next() => match chunk {
                 None => break,
                 Some(Ok(chunk)) => {
-                    if plan.modes.contains(chunk.mode) {
-                        publish(&event_name(&chunk), &event_data(&chunk));
+                    let shown = plan.modes.contains(chunk.mode);
+                    let taken = Outcome::takes(&chunk, plan.modes);
+                    if shown || taken {
+                        let json = api_json(&chunk);
+                        if shown {
+                            let data = serde_json::to_vec(&json).unwrap_or_else(|_| b"null".to_vec());
+                            publish(&event_name(&chunk), &data);
+                        }
+                        if taken {
+                            outcome.absorb(chunk.mode, json);
+                        }
                     }
-                    outcome.absorb(&chunk, plan.modes);
                 }
                 Some(Err(err)) => {
                     let error = error_json(&err);

@@ -120,6 +120,25 @@ async fn a_run_streams_its_modes_to_an_interrupt_then_resumes() {
     assert_eq!(text, "Hello from the fake model");
     let (chunk, metadata) = (&tokens[0].data[0], &tokens[0].data[1]);
     assert_eq!(chunk["type"], "AIMessageChunk");
+    // TRANSCRIPTS.md section 23: a chunk's LangChain keys.
+    let mut chunk_keys: Vec<&String> = chunk.as_object().unwrap().keys().collect();
+    chunk_keys.sort();
+    assert_eq!(
+        chunk_keys,
+        [
+            "additional_kwargs",
+            "chunk_position",
+            "content",
+            "id",
+            "invalid_tool_calls",
+            "name",
+            "response_metadata",
+            "tool_call_chunks",
+            "tool_calls",
+            "type",
+            "usage_metadata"
+        ]
+    );
     assert_eq!(tokens.last().unwrap().data[0]["chunk_position"], "last");
     assert_eq!(metadata["langgraph_node"], "agent");
     assert_eq!(metadata["graph_id"], "hitl");
