@@ -2,8 +2,10 @@
 //! `examples/server` on 127.0.0.1, on each backend: in memory, a SQLite
 //! file, and PostgreSQL. The Python SDK suite (CLIENT-CONFORMANCE Layer 1) runs
 //! from a venv made from its lock file; the JS SDK check (Layer 4) runs with
-//! each pinned SDK version, installed by `npm ci`. The server is started
-//! with `--port 0` and stopped at the end of each pass, whatever happens.
+//! each pinned SDK version, installed by `npm ci`; on the persistent
+//! backends, the failure-injection script (Layer 6) kills a server with
+//! SIGKILL mid-run and cuts a stream. The server is started with `--port
+//! 0` and stopped at the end of each pass, whatever happens.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,9 @@ use anyhow::{Context, Result, bail};
 
 /// The Python suite and its lock file.
 const PYTHON_SUITE: &str = "crates/server/tests/clients/python";
+/// The failure-injection script (Layer 6): a server killed mid-run, a
+/// stream cut mid-run.
+const FAILURES: &str = "crates/server/tests/clients/failure/kill_restart.py";
 /// The JS check, and a folder per pinned SDK version with its lock file.
 const JS_CHECK: &str = "crates/server/tests/clients/js";
 const JS_SDKS: [&str; 2] = ["sdk-1.15.0", "sdk-2.0.0"];
@@ -136,6 +141,17 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
                     .arg(&served.url)
                     .current_dir(js.join(sdk)),
                 "the JS SDK check",
+            )?;
+        }
+        drop(served);
+        if url != "memory" {
+            println!("\n==> failure injection ({url})");
+            check(
+                Command::new(&python)
+                    .arg(root.join(FAILURES))
+                    .arg(root.join("target/debug/server"))
+                    .arg(url),
+                "the failure injection",
             )?;
         }
     }

@@ -34,7 +34,7 @@ commands:
   server-clients          the official LangGraph clients (the Python SDK
                           suite, the JS SDK check) against examples/server on
                           127.0.0.1: in memory, on SQLite and on a throwaway
-                          PostgreSQL
+                          PostgreSQL behind a transaction-mode pgbouncer
   layers [--metadata F]   check the crate dependency direction (from `cargo
                           metadata`, or from the JSON document in file F)
   bench [-w PATTERNS] [-r REPS] [--warmup N] [--python PY]
@@ -78,7 +78,8 @@ fn run(args: &[String]) -> Result<()> {
         Some("traces") => traces::run(&root),
         Some("server-clients") => {
             let cluster = postgres::Cluster::start()?;
-            clients::run(&root, &cluster.url())
+            let pooler = cluster.start_pooler()?;
+            clients::run(&root, &pooler.url())
         }
         Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("layers") => {
@@ -314,8 +315,10 @@ fn ci(root: &Path) -> Result<()> {
         let _ = std::fs::remove_file(path);
     }
     // The official clients against the example server.
+    // Through the transaction-mode pooler: the harder case for the
+    // server's statements.
     println!("\n==> server-clients");
-    clients::run(root, &url)?;
+    clients::run(root, &pooler_url)?;
     let mut doctest = cargo_pg();
     doctest.args(["test", "--doc", "--workspace", "--all-features"]);
     step(doctest)?;

@@ -1,7 +1,8 @@
 //! The PostgreSQL repository (`database.url = "postgres://..."`): the
 //! server's records in the database that also holds its checkpoints and
-//! store, on one pool. Every statement is unnamed, so a transaction-mode
-//! pooler in front works, as with the saver. Records are JSON documents
+//! store, on one pool. Every statement is an unnamed prepared statement
+//! inside an explicit transaction, as the saver's, so a transaction-mode
+//! pooler in front works: nothing outlives the transaction that uses it. Records are JSON documents
 //! beside the columns a lookup or an order needs; thread searches filter in
 //! Rust with the rules every backend shares ([`ThreadFilter::matches`]).
 
@@ -126,10 +127,34 @@ fn docs<T: serde::de::DeserializeOwned>(rows: &[sqlx::postgres::PgRow]) -> Resul
 }
 
 impl PostgresRepository {
+    /// The rows of one statement, in a transaction of its own (a pooler
+    /// may otherwise run its parse and its execution on different server
+    /// connections).
+    async fn fetch(
+        &self,
+        statement: sqlx::query::Query<'_, Postgres, PgArguments>,
+    ) -> Result<Vec<sqlx::postgres::PgRow>> {
+        let mut tx = self.pool.begin().await?;
+        let rows = statement.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+
+    /// [`fetch`](Self::fetch) for a statement without rows: how many rows
+    /// it changed.
+    async fn exec(&self, statement: sqlx::query::Query<'_, Postgres, PgArguments>) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        let done = statement.execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
+    }
+
     async fn matching(&self, filter: &ThreadFilter) -> Result<Vec<Thread>> {
-        let rows = query("SELECT doc FROM sg_threads WHERE $1::text IS NULL OR status = $1")
-            .bind(filter.status.map(|status| status.as_str()))
-            .fetch_all(&self.pool)
+        let rows = self
+            .fetch(
+                query("SELECT doc FROM sg_threads WHERE $1::text IS NULL OR status = $1")
+                    .bind(filter.status.map(|status| status.as_str())),
+            )
             .await?;
         Ok(docs::<Thread>(&rows)?
             .into_iter()
@@ -141,16 +166,16 @@ impl PostgresRepository {
 impl Repository for PostgresRepository {
     fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
         async move {
-            let inserted = query(
+            let inserted = self.exec(query(
                 "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO NOTHING",
             )
             .bind(&thread.thread_id)
             .bind(crate::wire::timestamp(thread.updated_at))
             .bind(thread.status.as_str())
             .bind(thread_doc(&thread)?)
-            .execute(&self.pool)
+            )
             .await?;
-            if inserted.rows_affected() == 1 {
+            if inserted == 1 {
                 return Ok(Inserted::New(thread));
             }
             let existing = self
@@ -164,9 +189,8 @@ impl Repository for PostgresRepository {
 
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
         async move {
-            let rows = query("SELECT doc FROM sg_threads WHERE thread_id = $1")
-                .bind(thread_id)
-                .fetch_all(&self.pool)
+            let rows = self
+                .fetch(query("SELECT doc FROM sg_threads WHERE thread_id = $1").bind(thread_id))
                 .await?;
             Ok(docs(&rows)?.into_iter().next())
         }
@@ -244,13 +268,13 @@ impl Repository for PostgresRepository {
 
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
         async move {
-            query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
+            self.exec(query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
                 .bind(&run.run_id)
                 .bind(&run.thread_id)
                 .bind(crate::wire::timestamp(run.created_at))
                 .bind(status_text(&run)?)
                 .bind(serde_json::to_string(&run)?)
-                .execute(&self.pool)
+                )
                 .await?;
             Ok(())
         }
@@ -263,10 +287,12 @@ impl Repository for PostgresRepository {
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Run>>> {
         async move {
-            let rows = query("SELECT doc FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
-                .bind(run_id)
-                .bind(thread_id)
-                .fetch_all(&self.pool)
+            let rows = self
+                .fetch(
+                    query("SELECT doc FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                        .bind(run_id)
+                        .bind(thread_id),
+                )
                 .await?;
             Ok(docs(&rows)?.into_iter().next())
         }
@@ -275,13 +301,15 @@ impl Repository for PostgresRepository {
 
     fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>> {
         async move {
-            let replaced = query("UPDATE sg_runs SET status = $2, doc = $3 WHERE run_id = $1")
-                .bind(&run.run_id)
-                .bind(status_text(&run)?)
-                .bind(serde_json::to_string(&run)?)
-                .execute(&self.pool)
+            let replaced = self
+                .exec(
+                    query("UPDATE sg_runs SET status = $2, doc = $3 WHERE run_id = $1")
+                        .bind(&run.run_id)
+                        .bind(status_text(&run)?)
+                        .bind(serde_json::to_string(&run)?),
+                )
                 .await?;
-            Ok(replaced.rows_affected() == 1)
+            Ok(replaced == 1)
         }
         .boxed()
     }
@@ -297,7 +325,7 @@ impl Repository for PostgresRepository {
                 .map(|status| serde_json::to_value(status).map(|v| v.as_str().map(str::to_owned)))
                 .transpose()?
                 .flatten();
-            let rows = query(
+            let rows = self.fetch(query(
                 "SELECT doc FROM sg_runs WHERE thread_id = $1 AND ($2::text IS NULL OR status = $2) \
                  ORDER BY created_at DESC, run_id DESC LIMIT $3 OFFSET $4",
             )
@@ -305,7 +333,7 @@ impl Repository for PostgresRepository {
             .bind(status)
             .bind(i64::try_from(query_.limit).unwrap_or(i64::MAX))
             .bind(i64::try_from(query_.offset).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
+            )
             .await?;
             docs(&rows)
         }
@@ -314,10 +342,10 @@ impl Repository for PostgresRepository {
 
     fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
         async move {
-            let rows = query(
+            let rows = self.fetch(query(
                 "SELECT doc FROM sg_runs WHERE status IN ('pending', 'running') ORDER BY created_at, run_id",
             )
-            .fetch_all(&self.pool)
+            )
             .await?;
             docs(&rows)
         }
@@ -330,12 +358,14 @@ impl Repository for PostgresRepository {
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<bool>> {
         async move {
-            let deleted = query("DELETE FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
-                .bind(run_id)
-                .bind(thread_id)
-                .execute(&self.pool)
+            let deleted = self
+                .exec(
+                    query("DELETE FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                        .bind(run_id)
+                        .bind(thread_id),
+                )
                 .await?;
-            Ok(deleted.rows_affected() == 1)
+            Ok(deleted == 1)
         }
         .boxed()
     }
