@@ -165,18 +165,19 @@ fn outcome_body(live: Arc<LiveRun>, heartbeat: Duration, cancel_on_disconnect: b
         .into_response()
 }
 
-/// The `Location` and `Content-Location` of a thread run's answer.
-fn run_locations(thread_id: &str, run_id: &str) -> [(&'static str, HeaderValue); 2] {
+/// The `Location` and `Content-Location` of a run's answer: `base` is the
+/// run's path (`/threads/{t}/runs/{r}`, or `/runs/{r}` for a stateless
+/// stream), `tail` what its `Location` adds (`/join`, `/stream`).
+pub(super) fn locations(base: &str, tail: &str) -> [(&'static str, HeaderValue); 2] {
     [
-        (
-            "location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}/join")),
-        ),
-        (
-            "content-location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
-        ),
+        ("location", path_header(format!("{base}{tail}"))),
+        ("content-location", path_header(base.to_owned())),
     ]
+}
+
+/// The headers of a thread run's `wait` or `join` answer.
+fn run_locations(thread_id: &str, run_id: &str) -> [(&'static str, HeaderValue); 2] {
+    locations(&format!("/threads/{thread_id}/runs/{run_id}"), "/join")
 }
 
 /// `cancel_on_disconnect=true|yes|1` in a join's query.

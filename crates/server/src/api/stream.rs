@@ -14,7 +14,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use futures::StreamExt;
 
-use super::runs::{cancel_on_disconnect, checked, path_header, run_id};
+use super::runs::{cancel_on_disconnect, checked, locations, run_id};
 use super::{ApiError, ApiState, thread_id, with_headers};
 use crate::runs::events::{StartAt, Subscription};
 use crate::runs::manager::{LiveRun, submit};
@@ -97,16 +97,7 @@ async fn stream(
     let cancel = request.on_disconnect == OnDisconnect::Cancel;
     let submitted = submit(&state, request, &thread_id, false, true).await?;
     let run_id = &submitted.run.run_id;
-    let locations = [
-        (
-            "location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}/stream")),
-        ),
-        (
-            "content-location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
-        ),
-    ];
+    let locations = locations(&format!("/threads/{thread_id}/runs/{run_id}"), "/stream");
     Ok(streamed(
         &state,
         submitted.live,
@@ -126,10 +117,7 @@ async fn stream_stateless(
     let thread_id = crate::wire::time_ordered_id();
     let submitted = submit(&state, request, &thread_id, true, true).await?;
     let run_id = &submitted.run.run_id;
-    let locations = [
-        ("location", path_header(format!("/runs/{run_id}/stream"))),
-        ("content-location", path_header(format!("/runs/{run_id}"))),
-    ];
+    let locations = locations(&format!("/runs/{run_id}"), "/stream");
     Ok(streamed(
         &state,
         submitted.live,
@@ -172,16 +160,7 @@ async fn join_stream(
     let last_event_id = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok());
-    let locations = [
-        (
-            "location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}/stream")),
-        ),
-        (
-            "content-location",
-            path_header(format!("/threads/{thread_id}/runs/{run_id}")),
-        ),
-    ];
+    let locations = locations(&format!("/threads/{thread_id}/runs/{run_id}"), "/stream");
     let heartbeat = state.settings.streams.heartbeat();
     if let Some(live) = state.runs.live(&run_id)
         && live.thread_id == thread_id

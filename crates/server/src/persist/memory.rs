@@ -74,19 +74,13 @@ impl Repository for MemoryRepository {
         &'a self,
         search: &'a ThreadSearch,
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
-        let mut found: Vec<Thread> = self
+        let found: Vec<Thread> = self
             .threads()
             .values()
             .filter(|thread| search.filter.matches(thread))
             .cloned()
             .collect();
-        found.sort_by(|a, b| search.compare(a, b));
-        let total = found.len();
-        let page = found
-            .into_iter()
-            .skip(search.offset)
-            .take(search.limit)
-            .collect();
+        let (page, total) = super::page(found, search);
         std::future::ready(Ok((page, total))).boxed()
     }
 

@@ -94,6 +94,69 @@ impl Storage {
     }
 }
 
+/// The schema of the SQL repositories, one entry per version, applied in
+/// order and never edited: a database records the text of each migration
+/// it applied, and the server refuses one whose history differs from this
+/// list or is longer. SQLite and PostgreSQL take the same statements.
+const MIGRATIONS: &[&str] = &["\
+CREATE TABLE sg_threads (
+    thread_id TEXT PRIMARY KEY,
+    updated_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE TABLE sg_runs (
+    run_id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
+"];
+
+/// The migrations a database lacks, after checking the ones it applied
+/// (`(version, text)`, in order) are this server's.
+///
+/// # Errors
+/// A history that is longer than this server's, or differs from it.
+fn missing_migrations(
+    applied: &[(i64, String)],
+) -> Result<impl Iterator<Item = (i64, &'static str)>> {
+    if applied.len() > MIGRATIONS.len() {
+        return Err(PersistError(format!(
+            "the database's server schema is version {}, newer than this server's {}",
+            applied.len(),
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, (version, text)) in applied.iter().enumerate() {
+        if usize::try_from(*version).ok() != Some(index + 1) || text != MIGRATIONS[index] {
+            return Err(PersistError(format!(
+                "the database's server schema migration {version} is not the one this server knows"
+            )));
+        }
+    }
+    Ok(MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(applied.len())
+        .map(|(index, text)| (i64::try_from(index + 1).unwrap_or(i64::MAX), *text)))
+}
+
+/// One page of `found` (every match) in `search`'s order, and the count of
+/// matches.
+fn page(mut found: Vec<Thread>, search: &ThreadSearch) -> (Vec<Thread>, usize) {
+    found.sort_by(|a, b| search.compare(a, b));
+    let total = found.len();
+    let page = found
+        .into_iter()
+        .skip(search.offset)
+        .take(search.limit)
+        .collect();
+    (page, total)
+}
+
 /// A repository operation that failed in its backend.
 #[derive(Debug, thiserror::Error)]
 #[error("repository: {0}")]

@@ -14,26 +14,6 @@ use super::{Inserted, PersistError, Repository, Result};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
-/// The schema, one entry per version, never edited (as SQLite's: a
-/// database records each text it applied and a different history is
-/// refused).
-const MIGRATIONS: &[&str] = &["\
-CREATE TABLE sg_threads (
-    thread_id TEXT PRIMARY KEY,
-    updated_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    doc TEXT NOT NULL
-);
-CREATE TABLE sg_runs (
-    run_id TEXT PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    doc TEXT NOT NULL
-);
-CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
-"];
-
 /// The advisory lock the migrations run under (one server migrates at a
 /// time).
 const MIGRATION_LOCK: i64 = 0x5347_5345_5256_0001;
@@ -69,35 +49,21 @@ impl PostgresRepository {
         query("CREATE TABLE IF NOT EXISTS sg_schema_migrations (version INTEGER PRIMARY KEY, text TEXT NOT NULL)")
             .execute(&mut *tx)
             .await?;
-        let applied: Vec<(i32, String)> =
+        let applied: Vec<(i64, String)> =
             query("SELECT version, text FROM sg_schema_migrations ORDER BY version")
                 .fetch_all(&mut *tx)
                 .await?
                 .iter()
-                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .map(|row| Ok((i64::from(row.try_get::<i32, _>(0)?), row.try_get(1)?)))
                 .collect::<std::result::Result<_, sqlx::Error>>()?;
-        if applied.len() > MIGRATIONS.len() {
-            return Err(PersistError(format!(
-                "the database's server schema is version {}, newer than this server's {}",
-                applied.len(),
-                MIGRATIONS.len()
-            )));
-        }
-        for (index, (version, text)) in applied.iter().enumerate() {
-            if usize::try_from(*version).ok() != Some(index + 1) || text != MIGRATIONS[index] {
-                return Err(PersistError(format!(
-                    "the database's server schema migration {version} is not the one this server knows"
-                )));
-            }
-        }
-        for (index, text) in MIGRATIONS.iter().enumerate().skip(applied.len()) {
-            // The texts are this file's constants.
-            sqlx::raw_sql(sqlx::AssertSqlSafe(*text))
+        for (version, text) in super::missing_migrations(&applied)? {
+            // The texts are the repository's own constants.
+            sqlx::raw_sql(sqlx::AssertSqlSafe(text))
                 .execute(&mut *tx)
                 .await?;
             query("INSERT INTO sg_schema_migrations (version, text) VALUES ($1, $2)")
-                .bind(i32::try_from(index + 1).unwrap_or(i32::MAX))
-                .bind(*text)
+                .bind(i32::try_from(version).unwrap_or(i32::MAX))
+                .bind(text)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -248,18 +214,7 @@ impl Repository for PostgresRepository {
         &'a self,
         search: &'a ThreadSearch,
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
-        async move {
-            let mut found = self.matching(&search.filter).await?;
-            found.sort_by(|a, b| search.compare(a, b));
-            let total = found.len();
-            let page = found
-                .into_iter()
-                .skip(search.offset)
-                .take(search.limit)
-                .collect();
-            Ok((page, total))
-        }
-        .boxed()
+        async move { Ok(super::page(self.matching(&search.filter).await?, search)) }.boxed()
     }
 
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {

@@ -16,26 +16,6 @@ use super::{Inserted, PersistError, Repository, Result};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
-/// The schema, one entry per version, applied in order and never edited:
-/// a database records the text of each migration it applied, and the
-/// server refuses one whose history differs from this list or is longer.
-const MIGRATIONS: &[&str] = &["\
-CREATE TABLE sg_threads (
-    thread_id TEXT PRIMARY KEY,
-    updated_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    doc TEXT NOT NULL
-);
-CREATE TABLE sg_runs (
-    run_id TEXT PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    doc TEXT NOT NULL
-);
-CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
-"];
-
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -104,25 +84,11 @@ fn migrate(connection: &mut Connection) -> Result<()> {
         .prepare("SELECT version, text FROM sg_schema_migrations ORDER BY version")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    if applied.len() > MIGRATIONS.len() {
-        return Err(PersistError(format!(
-            "the database's server schema is version {}, newer than this server's {}",
-            applied.len(),
-            MIGRATIONS.len()
-        )));
-    }
-    for (index, (version, text)) in applied.iter().enumerate() {
-        if usize::try_from(*version).ok() != Some(index + 1) || text != MIGRATIONS[index] {
-            return Err(PersistError(format!(
-                "the database's server schema migration {version} is not the one this server knows"
-            )));
-        }
-    }
-    for (index, text) in MIGRATIONS.iter().enumerate().skip(applied.len()) {
+    for (version, text) in super::missing_migrations(&applied)? {
         tx.execute_batch(text)?;
         tx.execute(
             "INSERT INTO sg_schema_migrations (version, text) VALUES (?1, ?2)",
-            params![i64::try_from(index + 1).unwrap_or(i64::MAX), text],
+            params![version, text],
         )?;
     }
     tx.commit()?;
@@ -244,15 +210,7 @@ impl Repository for SqliteRepository {
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
         let search = search.clone();
         self.blocking(move |connection| {
-            let mut found = matching(connection, &search.filter)?;
-            found.sort_by(|a, b| search.compare(a, b));
-            let total = found.len();
-            let page = found
-                .into_iter()
-                .skip(search.offset)
-                .take(search.limit)
-                .collect();
-            Ok((page, total))
+            Ok(super::page(matching(connection, &search.filter)?, &search))
         })
     }
 

@@ -5,7 +5,9 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::support::{call, keys, new_thread, on_a_free_port, poll, send, start_fixtures};
+use crate::support::{
+    call, create_run, keys, new_thread, on_a_free_port, poll, send, start_fixtures, until_running,
+};
 
 const SIMPLE: &str = "5e0f6b46-d00f-5af4-87dc-ea2105ff526d";
 const HITL: &str = "d2a02ed8-fb92-5e43-81ea-cb78d82caa2f";
@@ -770,12 +772,7 @@ async fn a_cancelled_run_is_interrupted_or_rolled_back() {
         .await
         .json();
     let second_id = second["run_id"].as_str().unwrap().to_owned();
-    poll(
-        address,
-        &format!("/threads/{thread}/runs/{second_id}"),
-        |r| r["status"] == "running",
-    )
-    .await;
+    until_running(address, &thread, &second_id).await;
     let rolled = call(
         address,
         &format!("POST /threads/{thread}/runs/{second_id}/cancel?action=rollback"),
@@ -830,20 +827,13 @@ async fn interrupt_and_rollback_make_way_for_the_new_run() {
     let address = start_fixtures(on_a_free_port()).await;
     for (strategy, first_after) in [("interrupt", Some("interrupted")), ("rollback", None)] {
         let thread = new_thread(address).await;
-        let first = send(
+        let first_id = create_run(
             address,
-            &format!("POST /threads/{thread}/runs"),
+            &thread,
             &json!({"assistant_id": "simple", "input": {"count": 100}}),
         )
-        .await
-        .json();
-        let first_id = first["run_id"].as_str().unwrap().to_owned();
-        poll(
-            address,
-            &format!("/threads/{thread}/runs/{first_id}"),
-            |r| r["status"] == "running",
-        )
         .await;
+        until_running(address, &thread, &first_id).await;
         let second = send(
             address,
             &format!("POST /threads/{thread}/runs/wait"),

@@ -158,3 +158,20 @@ pub(crate) fn dechunk(mut raw: &str) -> String {
     }
     body
 }
+
+/// A background run on `thread` with `body`; its id.
+pub(crate) async fn create_run(address: SocketAddr, thread: &str, body: &Json) -> String {
+    let run = send(address, &format!("POST /threads/{thread}/runs"), body).await;
+    assert_eq!(run.status, 200, "{}", run.body);
+    run.json()["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Waits until the run executes.
+pub(crate) async fn until_running(address: SocketAddr, thread: &str, run_id: &str) {
+    poll(
+        address,
+        &format!("/threads/{thread}/runs/{run_id}"),
+        |run| run["status"] == "running",
+    )
+    .await;
+}
