@@ -111,6 +111,11 @@ impl RunChannel {
         }
     }
 
+    /// Whether its events are kept for a replay.
+    pub(crate) fn resumable(&self) -> bool {
+        self.resumable
+    }
+
     fn inner(&self) -> MutexGuard<'_, Inner> {
         // Each critical section leaves the log and the list whole.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)

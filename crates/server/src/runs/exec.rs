@@ -167,7 +167,7 @@ pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) 
         // that reads the run after its stream sees its final status.
         live.events.close();
         live.finish(body);
-        core.runs.retire(run_id);
+        core.runs.retire(run_id, live.events.resumable());
     }
 }
 

@@ -171,8 +171,16 @@ impl RunManager {
         self.permits.clone().acquire_owned().await.ok()
     }
 
-    /// Forgets an ended run after the retention time.
-    pub(super) fn retire(self: &Arc<Self>, run_id: String) {
+    /// Forgets an ended run: at once, or after the retention time when its
+    /// events are kept for a replay.
+    pub(super) fn retire(self: &Arc<Self>, run_id: String, resumable: bool) {
+        if !resumable {
+            // Nothing to replay: a later join reads the records, as the
+            // official server's does, and memory stays bounded by the runs
+            // in flight.
+            lock(&self.live).remove(&run_id);
+            return;
+        }
         let manager = Arc::clone(self);
         tokio::spawn(async move {
             tokio::time::sleep(manager.retention).await;
