@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod bench_server;
 mod clients;
 mod fuzz;
 mod layers;
@@ -31,6 +32,11 @@ commands:
                           module rules (no import cycle, files <= 800 lines)
   traces                  run the ported LangGraph golden traces, one line per
                           case, then `N passed, M failed`
+  bench-server [--official PY] [-c 1,8,64] [-s SECS]
+                          the same load against examples/server in memory, on
+                          SQLite and on PostgreSQL and, with --official (the python of an
+                          environment with langgraph-cli[inmem]), against the
+                          official server; runs/s, p99 and peak RSS side by side
   server-clients          the official LangGraph clients (the Python SDK
                           suite, the JS SDK check) against examples/server on
                           127.0.0.1: in memory, on SQLite and on a throwaway
@@ -76,6 +82,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("tidy") => tidy::check(&root),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("traces") => traces::run(&root),
+        Some("bench-server") => bench_server::run(&root, &args[1..]),
         Some("server-clients") => {
             let cluster = postgres::Cluster::start()?;
             let pooler = cluster.start_pooler()?;
