@@ -1,8 +1,5 @@
-//! The quickstart agent: a ReAct agent with two tools (`get_weather`,
-//! `calculate`) over an OpenAI-compatible model when one is configured,
-//! else a scripted stand-in. `main.rs` keeps its conversation in a SQLite
-//! file; `examples/server` serves it over the LangGraph Server API as
-//! `agent`.
+//! The quickstart agent.
+#![doc = include_str!("../README.md")]
 
 use stategraph::llm::{
     AiMessage, ScriptedChatModel, SharedChatModel, SharedTool, ToolCall, ToolError,
