@@ -49,6 +49,10 @@ impl SqliteRepository {
         let mut connection = Connection::open(path)?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
+        // The saver's durability for the records beside its checkpoints: in
+        // WAL mode, safe against a crash of the process (a power loss may
+        // lose the last transactions, never corrupt the file).
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
         migrate(&mut connection)?;
         Ok(Self {
             connection: Arc::new(Mutex::new(connection)),
