@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::threads::find;
 use super::{ApiError, ApiState, parse_body, thread_id, with_headers};
 use crate::runs::exec::thread_body;
-use crate::runs::manager::{CancelAction, LiveRun, cancel, submit};
+use crate::runs::manager::{CancelAction, LiveRun, Submitted, cancel, submit};
 use crate::runs::request::{OnDisconnect, RunCreate, RunRequest};
 use crate::runs::{RunQuery, RunStatus};
 
@@ -67,6 +67,35 @@ pub(super) fn checked(
     )
 }
 
+/// A run request accepted: its run, the thread it runs on, and whether a
+/// client gone before its end cancels it.
+pub(super) struct Accepted {
+    pub(super) submitted: Submitted,
+    pub(super) thread_id: String,
+    pub(super) cancel_on_disconnect: bool,
+}
+
+/// Checks and submits a run request: on `thread` (a thread route's), or
+/// for a stateless route (`None`) on a new temporary thread. `subscribe`:
+/// the answer streams the run's events.
+pub(super) async fn accept(
+    state: &ApiState,
+    body: &Bytes,
+    thread: Option<String>,
+    subscribe: bool,
+) -> Result<Accepted, ApiError> {
+    let stateless = thread.is_none();
+    let request = checked(state, body, stateless)?;
+    let cancel_on_disconnect = request.on_disconnect == OnDisconnect::Cancel;
+    let thread_id = thread.unwrap_or_else(crate::wire::time_ordered_id);
+    let submitted = submit(state, request, &thread_id, stateless, subscribe).await?;
+    Ok(Accepted {
+        submitted,
+        thread_id,
+        cancel_on_disconnect,
+    })
+}
+
 /// `POST /threads/{id}/runs`: a background run (`pending`), with
 /// `Content-Location`.
 async fn create(
@@ -74,12 +103,11 @@ async fn create(
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread_id = thread_id(&raw_id)?;
-    let request = checked(&state, &body, false)?;
-    let submitted = submit(&state, request, &thread_id, false, false).await?;
-    let location = format!("/threads/{thread_id}/runs/{}", submitted.run.run_id);
+    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), false).await?;
+    let run = &accepted.submitted.run;
+    let location = format!("/threads/{}/runs/{}", accepted.thread_id, run.run_id);
     Ok(with_headers(
-        Json(&submitted.run),
+        Json(run),
         [("content-location", path_header(location))],
     ))
 }
@@ -89,12 +117,10 @@ async fn create_stateless(
     State(state): State<ApiState>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request = checked(&state, &body, true)?;
-    let thread_id = crate::wire::time_ordered_id();
-    let submitted = submit(&state, request, &thread_id, true, false).await?;
-    let location = format!("/runs/{}", submitted.run.run_id);
+    let run = accept(&state, &body, None, false).await?.submitted.run;
+    let location = format!("/runs/{}", run.run_id);
     Ok(with_headers(
-        Json(&submitted.run),
+        Json(&run),
         [("content-location", path_header(location))],
     ))
 }
@@ -180,12 +206,27 @@ fn run_locations(thread_id: &str, run_id: &str) -> [(&'static str, HeaderValue);
     locations(&format!("/threads/{thread_id}/runs/{run_id}"), "/join")
 }
 
+/// Whether the query sets the flag `name` (`true`, `yes` or `1`, as the
+/// official server reads it).
+fn flag(pairs: &[(String, String)], name: &str) -> bool {
+    pairs.iter().any(|(key, value)| {
+        key == name && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
+    })
+}
+
+/// The query's cancel `action`; an unknown one is the default, as the
+/// official server reads it.
+fn cancel_action(pairs: &[(String, String)]) -> CancelAction {
+    pairs
+        .iter()
+        .find(|(key, _)| key == "action")
+        .and_then(|(_, value)| serde_json::from_value(Value::String(value.clone())).ok())
+        .unwrap_or_default()
+}
+
 /// `cancel_on_disconnect=true|yes|1` in a join's query.
 pub(super) fn cancel_on_disconnect(query: Option<&str>) -> Result<bool, ApiError> {
-    Ok(query_pairs(query)?.iter().any(|(key, value)| {
-        key == "cancel_on_disconnect"
-            && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
-    }))
+    Ok(flag(&query_pairs(query)?, "cancel_on_disconnect"))
 }
 
 /// `POST /threads/{id}/runs/wait`: a run, answered with its final values
@@ -195,30 +236,28 @@ async fn wait(
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread_id = thread_id(&raw_id)?;
-    let request = checked(&state, &body, false)?;
-    let cancel = request.on_disconnect == OnDisconnect::Cancel;
-    let submitted = submit(&state, request, &thread_id, false, false).await?;
-    let headers = run_locations(&thread_id, &submitted.run.run_id);
-    let heartbeat = state.settings.streams.heartbeat();
-    Ok(with_headers(
-        outcome_body(submitted.live, heartbeat, cancel),
-        headers,
-    ))
+    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), false).await?;
+    Ok(waited(&state, accepted))
 }
 
 /// `POST /runs/wait`: a run on a temporary thread, answered as `wait`.
 async fn wait_stateless(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let request = checked(&state, &body, true)?;
-    let cancel = request.on_disconnect == OnDisconnect::Cancel;
-    let thread_id = crate::wire::time_ordered_id();
-    let submitted = submit(&state, request, &thread_id, true, false).await?;
-    let headers = run_locations(&thread_id, &submitted.run.run_id);
+    let accepted = accept(&state, &body, None, false).await?;
+    Ok(waited(&state, accepted))
+}
+
+/// The answer of `wait`, on a thread or stateless: the run's outcome, its
+/// `Location` its join (the temporary thread's for a stateless run, as the
+/// official server answers).
+fn waited(state: &ApiState, accepted: Accepted) -> Response {
+    let headers = run_locations(&accepted.thread_id, &accepted.submitted.run.run_id);
     let heartbeat = state.settings.streams.heartbeat();
-    Ok(with_headers(
-        outcome_body(submitted.live, heartbeat, cancel),
-        headers,
-    ))
+    let body = outcome_body(
+        accepted.submitted.live,
+        heartbeat,
+        accepted.cancel_on_disconnect,
+    );
+    with_headers(body, headers)
 }
 
 /// The pairs of a query string (`select` may repeat).
@@ -375,17 +414,7 @@ async fn cancel_one(
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
     let pairs = query_pairs(query.as_deref())?;
-    let flag = |name: &str| {
-        pairs.iter().any(|(key, value)| {
-            key == name && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
-        })
-    };
-    // An unknown action is the default, as the official server reads it.
-    let action = pairs
-        .iter()
-        .find(|(key, _)| key == "action")
-        .and_then(|(_, value)| serde_json::from_value(Value::String(value.clone())).ok())
-        .unwrap_or_default();
+    let action = cancel_action(&pairs);
     if state
         .repository
         .get_run(&thread_id, &run_id)
@@ -396,7 +425,7 @@ async fn cancel_one(
     }
     let live = state.runs.live(&run_id);
     cancel(&state, &thread_id, &run_id, action).await?;
-    if !flag("wait") {
+    if !flag(&pairs, "wait") {
         return Ok(StatusCode::ACCEPTED.into_response());
     }
     if let Some(live) = live {
@@ -436,11 +465,7 @@ async fn cancel_many(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let body: CancelMany = parse_body(&body)?;
-    let action = query_pairs(query.as_deref())?
-        .into_iter()
-        .find(|(key, _)| key == "action")
-        .and_then(|(_, value)| serde_json::from_value(Value::String(value)).ok())
-        .unwrap_or_default();
+    let action = cancel_action(&query_pairs(query.as_deref())?);
     let by_ids = body.thread_id.is_some() || body.run_ids.is_some();
     let in_flight = state.repository.in_flight_runs().await?;
     let chosen: Vec<(String, String)> = match (&body.assistant_id, body.status, by_ids) {

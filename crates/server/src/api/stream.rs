@@ -14,11 +14,10 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use futures::StreamExt;
 
-use super::runs::{cancel_on_disconnect, checked, locations, run_id};
+use super::runs::{Accepted, accept, cancel_on_disconnect, locations, run_id};
 use super::{ApiError, ApiState, thread_id, with_headers};
 use crate::runs::events::{StartAt, Subscription};
-use crate::runs::manager::{LiveRun, submit};
-use crate::runs::request::OnDisconnect;
+use crate::runs::manager::LiveRun;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -92,19 +91,12 @@ async fn stream(
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread_id = thread_id(&raw_id)?;
-    let request = checked(&state, &body, false)?;
-    let cancel = request.on_disconnect == OnDisconnect::Cancel;
-    let submitted = submit(&state, request, &thread_id, false, true).await?;
-    let run_id = &submitted.run.run_id;
-    let locations = locations(&format!("/threads/{thread_id}/runs/{run_id}"), "/stream");
-    Ok(streamed(
-        &state,
-        submitted.live,
-        submitted.events,
-        cancel,
-        locations,
-    ))
+    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), true).await?;
+    let base = format!(
+        "/threads/{}/runs/{}",
+        accepted.thread_id, accepted.submitted.run.run_id
+    );
+    Ok(streamed(&state, accepted, &base))
 }
 
 /// `POST /runs/stream`: a run on a temporary thread, streamed.
@@ -112,36 +104,28 @@ async fn stream_stateless(
     State(state): State<ApiState>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request = checked(&state, &body, true)?;
-    let cancel = request.on_disconnect == OnDisconnect::Cancel;
-    let thread_id = crate::wire::time_ordered_id();
-    let submitted = submit(&state, request, &thread_id, true, true).await?;
-    let run_id = &submitted.run.run_id;
-    let locations = locations(&format!("/runs/{run_id}"), "/stream");
-    Ok(streamed(
-        &state,
-        submitted.live,
-        submitted.events,
-        cancel,
-        locations,
-    ))
+    let accepted = accept(&state, &body, None, true).await?;
+    let base = format!("/runs/{}", accepted.submitted.run.run_id);
+    Ok(streamed(&state, accepted, &base))
 }
 
-/// The SSE answer of a run just submitted.
-fn streamed(
-    state: &ApiState,
-    live: Arc<LiveRun>,
-    events: Option<Subscription>,
-    cancel_on_disconnect: bool,
-    locations: [(&'static str, HeaderValue); 2],
-) -> Response {
-    let events = events.unwrap_or_else(|| live.events.subscribe(StartAt::Now));
+/// The SSE answer of a run just accepted, at `base` (its path).
+fn streamed(state: &ApiState, accepted: Accepted, base: &str) -> Response {
+    let Accepted {
+        submitted,
+        cancel_on_disconnect,
+        ..
+    } = accepted;
+    let live = submitted.live;
+    let events = submitted
+        .events
+        .unwrap_or_else(|| live.events.subscribe(StartAt::Now));
     let cancel = cancel_on_disconnect.then_some(live);
     sse(
         events,
         state.settings.streams.heartbeat(),
         cancel,
-        locations,
+        locations(base, "/stream"),
     )
 }
 
