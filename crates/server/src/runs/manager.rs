@@ -288,7 +288,7 @@ pub(crate) async fn submit(
             let in_flight: Vec<String> =
                 gate.running.iter().chain(&gate.pending).cloned().collect();
             for run_id in in_flight {
-                cancel_under_gate(core, &mut gate, &run_id, action).await?;
+                cancel_under_gate(core, &mut gate, thread_id, &run_id, action).await?;
             }
         }
         MultitaskStrategy::Reject | MultitaskStrategy::Enqueue => {}
@@ -342,13 +342,14 @@ pub(crate) async fn cancel(
     action: CancelAction,
 ) -> Result<bool, ApiError> {
     let mut gate = core.runs.gate(thread_id).await;
-    cancel_under_gate(core, &mut gate, run_id, action).await
+    cancel_under_gate(core, &mut gate, thread_id, run_id, action).await
 }
 
 /// [`cancel`] with the thread's gate already held.
 async fn cancel_under_gate(
     core: &Core,
     gate: &mut Gate,
+    thread_id: &str,
     run_id: &str,
     action: CancelAction,
 ) -> Result<bool, ApiError> {
@@ -360,18 +361,15 @@ async fn cancel_under_gate(
         return Ok(false);
     };
     gate.pending.remove(index);
-    let thread_id = core.runs.live(run_id).map(|live| live.thread_id.clone());
-    if let Some(thread_id) = thread_id {
-        match action {
-            CancelAction::Rollback => {
-                core.repository.delete_run(&thread_id, run_id).await?;
-            }
-            CancelAction::Interrupt => {
-                if let Some(mut run) = core.repository.get_run(&thread_id, run_id).await? {
-                    run.status = RunStatus::Interrupted;
-                    run.updated_at = chrono::Utc::now();
-                    core.repository.replace_run(run).await?;
-                }
+    match action {
+        CancelAction::Rollback => {
+            core.repository.delete_run(thread_id, run_id).await?;
+        }
+        CancelAction::Interrupt => {
+            if let Some(mut run) = core.repository.get_run(thread_id, run_id).await? {
+                run.status = RunStatus::Interrupted;
+                run.updated_at = chrono::Utc::now();
+                core.repository.replace_run(run).await?;
             }
         }
     }
