@@ -59,17 +59,23 @@ impl ServerBuilder {
                 return Err(Error::DuplicateGraph(id.clone()));
             }
         }
-        let now = chrono::Utc::now();
-        let assistants = self
-            .graphs
-            .iter()
-            .map(|(id, _)| Assistant::system(id, now))
-            .collect();
         let Storage {
             repository,
             saver,
             store,
         } = Storage::open(&self.settings.database.url).await?;
+        // One system assistant per graph, made the first time a server
+        // serves that graph on this database (API.md 1.3).
+        let now = chrono::Utc::now();
+        for (id, _) in &self.graphs {
+            repository
+                .insert_assistant(Assistant::system(id, now))
+                .await
+                .map_err(|err| Error::Database {
+                    url: self.settings.database.url.clone(),
+                    message: err.0,
+                })?;
+        }
         // Runs and the state API use the server's saver and store, as
         // LangGraph Server ignores a graph's own.
         let graphs = self
@@ -91,7 +97,6 @@ impl ServerBuilder {
             core: Arc::new(Core {
                 settings: self.settings,
                 graphs,
-                assistants,
                 repository,
                 saver,
                 store,
@@ -109,8 +114,6 @@ pub(crate) struct Core {
     /// The graphs by id, in registration order, bound to `saver` and
     /// `store`.
     pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
-    /// One system assistant per graph.
-    pub(crate) assistants: Vec<Assistant>,
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
     #[allow(dead_code, reason = "the store routes read it once they are served")]
@@ -130,6 +133,38 @@ impl Core {
     /// The graph ids, in registration order.
     pub(crate) fn graph_ids(&self) -> impl Iterator<Item = &str> {
         self.graphs.iter().map(|(id, _)| id.as_str())
+    }
+
+    /// The assistant with that id, if there is one and it runs a graph this
+    /// server serves (the others are hidden, as the official server hides
+    /// them).
+    ///
+    /// # Errors
+    /// The repository's.
+    pub(crate) async fn assistant(
+        &self,
+        assistant_id: &str,
+    ) -> Result<Option<Assistant>, crate::persist::PersistError> {
+        let found = self.repository.get_assistant(assistant_id).await?;
+        Ok(found.filter(|assistant| self.graph(&assistant.graph_id).is_some()))
+    }
+
+    /// 404 naming the registered graphs unless `graph_id` is one of them
+    /// (the official text).
+    ///
+    /// # Errors
+    /// That 404.
+    pub(crate) fn graph_exists(&self, graph_id: &str) -> Result<(), ApiError> {
+        if self.graph(graph_id).is_some() {
+            return Ok(());
+        }
+        let mut ids: Vec<&str> = self.graph_ids().collect();
+        ids.sort_unstable();
+        let listed: Vec<String> = ids.iter().map(|id| format!("'{id}'")).collect();
+        Err(ApiError::not_found(format!(
+            "Graph '{graph_id}' not found. Expected one of: [{}]",
+            listed.join(", ")
+        )))
     }
 
     /// The assistant id that `id` names: itself when a UUID, else the

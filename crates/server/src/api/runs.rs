@@ -53,18 +53,22 @@ pub(super) fn path_header(path: String) -> HeaderValue {
     HeaderValue::try_from(path).unwrap_or_else(|_| HeaderValue::from_static("/"))
 }
 
-/// A run request checked against the served assistants.
-pub(super) fn checked(
+/// A run request checked against the assistant it names.
+///
+/// # Errors
+/// 422 for a request without an assistant or that names none; 404 `Thread
+/// or assistant not found.` for an unknown one; what [`RunCreate::check`]
+/// refuses.
+pub(super) async fn checked(
     state: &ApiState,
-    body: &Bytes,
+    request: RunCreate,
     stateless: bool,
 ) -> Result<RunRequest, ApiError> {
-    let request: RunCreate = parse_body(body)?;
-    request.check(
-        &state.assistants,
-        |id| state.resolve_assistant(id),
-        stateless,
-    )
+    let assistant_id = state.resolve_assistant(request.assistant()?)?;
+    let Some(assistant) = state.assistant(&assistant_id).await? else {
+        return Err(ApiError::not_found("Thread or assistant not found."));
+    };
+    request.check(assistant, stateless)
 }
 
 /// A run request accepted: its run, the thread it runs on, and whether a
@@ -85,7 +89,7 @@ pub(super) async fn accept(
     subscribe: bool,
 ) -> Result<Accepted, ApiError> {
     let stateless = thread.is_none();
-    let request = checked(state, body, stateless)?;
+    let request = checked(state, parse_body(body)?, stateless).await?;
     let cancel_on_disconnect = request.on_disconnect == OnDisconnect::Cancel;
     let thread_id = thread.unwrap_or_else(crate::wire::time_ordered_id);
     let submitted = submit(state, request, &thread_id, stateless, subscribe).await?;
@@ -132,16 +136,14 @@ async fn batch(State(state): State<ApiState>, body: Bytes) -> Result<Response, A
     if requests.is_empty() {
         return Err(ApiError::invalid("[] should be non-empty"));
     }
-    let checked = requests
-        .into_iter()
-        .map(|request| {
-            let request: RunCreate = serde_json::from_value(request)
-                .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
-            request.check(&state.assistants, |id| state.resolve_assistant(id), true)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut runs = Vec::with_capacity(checked.len());
-    for request in checked {
+    let mut checked_requests = Vec::with_capacity(requests.len());
+    for request in requests {
+        let request: RunCreate = serde_json::from_value(request)
+            .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
+        checked_requests.push(checked(&state, request, true).await?);
+    }
+    let mut runs = Vec::with_capacity(checked_requests.len());
+    for request in checked_requests {
         let thread_id = crate::wire::time_ordered_id();
         runs.push(submit(&state, request, &thread_id, true, false).await?.run);
     }

@@ -139,11 +139,45 @@ async fn delete(
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
     find(&state, &thread_id).await?;
-    state.runs.cancel_thread(&thread_id).await;
-    crate::runs::exec::delete_thread(&state, &thread_id)
-        .await
-        .map_err(|err| ApiError::internal(&*err))?;
+    delete_one(&state, &thread_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Deletes a thread: its runs cancelled, then its checkpoints and records.
+async fn delete_one(state: &ApiState, thread_id: &str) -> Result<(), ApiError> {
+    state.runs.cancel_thread(thread_id).await;
+    crate::runs::exec::delete_thread(state, thread_id)
+        .await
+        .map_err(|err| ApiError::internal(&*err))
+}
+
+/// Deletes every thread whose metadata names the assistant (what deleting
+/// an assistant with `delete_threads=true` does).
+pub(super) async fn delete_where_assistant(
+    state: &ApiState,
+    assistant_id: &str,
+) -> Result<(), ApiError> {
+    let mut owner = Map::new();
+    owner.insert(
+        "assistant_id".into(),
+        Value::String(assistant_id.to_owned()),
+    );
+    let filter = ThreadFilter {
+        metadata: Some(owner),
+        ..ThreadFilter::default()
+    };
+    let search = ThreadSearch {
+        filter,
+        sort_by: ThreadSort::default(),
+        sort_order: SortOrder::default(),
+        limit: usize::MAX,
+        offset: 0,
+    };
+    let (threads, _) = state.repository.search_threads(&search).await?;
+    for thread in threads {
+        delete_one(state, &thread.thread_id).await?;
+    }
+    Ok(())
 }
 
 /// A `POST /threads/search` body.

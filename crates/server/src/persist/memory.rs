@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use futures::future::{BoxFuture, FutureExt};
 
 use super::{Inserted, Repository, Result};
+use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
 use crate::runs::{Run, RunQuery, RunStatus};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
@@ -16,6 +17,8 @@ pub(crate) struct MemoryRepository {
     threads: Mutex<HashMap<String, Thread>>,
     // By run id; a thread's runs are found by scanning (lists are short).
     runs: Mutex<HashMap<String, Run>>,
+    // By id, with every version (oldest first) beside it.
+    assistants: Mutex<HashMap<String, (Assistant, Vec<AssistantVersion>)>>,
 }
 
 /// A lock's data even after a panic elsewhere: each write is one insert,
@@ -31,6 +34,10 @@ impl MemoryRepository {
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, Run>> {
         lock(&self.runs)
+    }
+
+    fn assistants(&self) -> MutexGuard<'_, HashMap<String, (Assistant, Vec<AssistantVersion>)>> {
+        lock(&self.assistants)
     }
 }
 
@@ -168,5 +175,86 @@ impl Repository for MemoryRepository {
             runs.remove(run_id);
         }
         std::future::ready(Ok(found)).boxed()
+    }
+
+    fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>> {
+        let mut assistants = self.assistants();
+        let inserted = match assistants.get(&assistant.assistant_id) {
+            Some((existing, _)) => Inserted::Existing(existing.clone()),
+            None => {
+                let versions = vec![assistant.as_version()];
+                assistants.insert(
+                    assistant.assistant_id.clone(),
+                    (assistant.clone(), versions),
+                );
+                Inserted::New(assistant)
+            }
+        };
+        std::future::ready(Ok(inserted)).boxed()
+    }
+
+    fn get_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Assistant>>> {
+        let found = self.assistants().get(assistant_id).map(|(a, _)| a.clone());
+        std::future::ready(Ok(found)).boxed()
+    }
+
+    fn change_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        change: AssistantChange,
+    ) -> BoxFuture<'a, Result<Changed>> {
+        let mut assistants = self.assistants();
+        let changed = match assistants.get_mut(assistant_id) {
+            None => Changed::NoAssistant,
+            Some((stored, versions)) => {
+                let newest = versions.iter().map(|v| v.version).max().unwrap_or(0);
+                let changed = change.apply(
+                    stored.clone(),
+                    newest,
+                    |wanted| versions.iter().find(|v| v.version == wanted).cloned(),
+                    chrono::Utc::now(),
+                );
+                if let Changed::Done(assistant, record) = &changed {
+                    stored.clone_from(assistant);
+                    versions.extend(record.clone());
+                }
+                changed
+            }
+        };
+        std::future::ready(Ok(changed)).boxed()
+    }
+
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let existed = self.assistants().remove(assistant_id).is_some();
+        std::future::ready(Ok(existed)).boxed()
+    }
+
+    fn find_assistants<'a>(
+        &'a self,
+        filter: &'a AssistantFilter,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>>> {
+        let found = self
+            .assistants()
+            .values()
+            .map(|(assistant, _)| assistant)
+            .filter(|assistant| filter.matches(assistant))
+            .cloned()
+            .collect();
+        std::future::ready(Ok(found)).boxed()
+    }
+
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>> {
+        let versions = self
+            .assistants()
+            .get(assistant_id)
+            .map(|(_, versions)| versions.clone())
+            .unwrap_or_default();
+        std::future::ready(Ok(versions)).boxed()
     }
 }

@@ -12,6 +12,7 @@ pub(crate) use memory::MemoryRepository;
 pub(crate) use postgres::PostgresRepository;
 pub(crate) use sqlite::SqliteRepository;
 
+use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
@@ -98,7 +99,8 @@ impl Storage {
 /// order and never edited: a database records the text of each migration
 /// it applied, and the server refuses one whose history differs from this
 /// list or is longer. SQLite and PostgreSQL take the same statements.
-const MIGRATIONS: &[&str] = &["\
+const MIGRATIONS: &[&str] = &[
+    "\
 CREATE TABLE sg_threads (
     thread_id TEXT PRIMARY KEY,
     updated_at TEXT NOT NULL,
@@ -113,7 +115,20 @@ CREATE TABLE sg_runs (
     doc TEXT NOT NULL
 );
 CREATE INDEX sg_runs_by_thread ON sg_runs (thread_id, created_at);
-"];
+",
+    "\
+CREATE TABLE sg_assistants (
+    assistant_id TEXT PRIMARY KEY,
+    doc TEXT NOT NULL
+);
+CREATE TABLE sg_assistant_versions (
+    assistant_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (assistant_id, version)
+);
+",
+];
 
 /// The migrations a database lacks, after checking the ones it applied
 /// (`(version, text)`, in order) are this server's.
@@ -166,11 +181,11 @@ pub(crate) type Result<T> = std::result::Result<T, PersistError>;
 
 /// What an insert found.
 #[derive(Debug)]
-pub(crate) enum Inserted {
-    /// The thread is new and now stored.
-    New(Thread),
-    /// A thread with that id was there already; it is unchanged.
-    Existing(Thread),
+pub(crate) enum Inserted<T = Thread> {
+    /// The record is new and now stored.
+    New(T),
+    /// A record with that id was there already; it is unchanged.
+    Existing(T),
 }
 
 /// The server's records. Each method is one atomic step of its backend.
@@ -218,4 +233,30 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
     /// Removes a run; whether there was one.
     fn delete_run<'a>(&'a self, thread_id: &'a str, run_id: &'a str)
     -> BoxFuture<'a, Result<bool>>;
+
+    /// Stores `assistant` and its first version unless its id is taken.
+    fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>>;
+    /// The assistant, if there is one with that id.
+    fn get_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Assistant>>>;
+    /// Applies `change` to the stored assistant and its versions in one step.
+    fn change_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        change: AssistantChange,
+    ) -> BoxFuture<'a, Result<Changed>>;
+    /// Removes the assistant and its versions; whether there was one.
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>>;
+    /// Every assistant that passes `filter`.
+    fn find_assistants<'a>(
+        &'a self,
+        filter: &'a AssistantFilter,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>>>;
+    /// Every version of the assistant (empty when there is none).
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>>;
 }

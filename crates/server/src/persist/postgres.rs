@@ -11,6 +11,7 @@ use sqlx::postgres::{PgArguments, PgPool};
 use sqlx::{Postgres, Row};
 
 use super::{Inserted, PersistError, Repository, Result};
+use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
@@ -324,4 +325,153 @@ impl Repository for PostgresRepository {
         }
         .boxed()
     }
+
+    fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let inserted = query(
+                "INSERT INTO sg_assistants (assistant_id, doc) VALUES ($1, $2) ON CONFLICT (assistant_id) DO NOTHING",
+            )
+            .bind(&assistant.assistant_id)
+            .bind(serde_json::to_string(&assistant)?)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted == 1 {
+                insert_version(&mut tx, &assistant.as_version()).await?;
+                tx.commit().await?;
+                return Ok(Inserted::New(assistant));
+            }
+            let rows = query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
+                .bind(&assistant.assistant_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            let existing = docs(&rows)?.into_iter().next().ok_or_else(|| {
+                PersistError("an assistant vanished while it was inserted".into())
+            })?;
+            Ok(Inserted::Existing(existing))
+        }
+        .boxed()
+    }
+
+    fn get_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Assistant>>> {
+        async move {
+            let rows = self
+                .fetch(
+                    query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
+                        .bind(assistant_id),
+                )
+                .await?;
+            Ok(docs(&rows)?.into_iter().next())
+        }
+        .boxed()
+    }
+
+    fn change_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        change: AssistantChange,
+    ) -> BoxFuture<'a, Result<Changed>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let rows = query("SELECT doc FROM sg_assistants WHERE assistant_id = $1 FOR UPDATE")
+                .bind(assistant_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let Some(stored) = docs::<Assistant>(&rows)?.into_iter().next() else {
+                return Ok(Changed::NoAssistant);
+            };
+            let rows = query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
+                .bind(assistant_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let versions: Vec<AssistantVersion> = docs(&rows)?;
+            let newest = versions.iter().map(|v| v.version).max().unwrap_or(0);
+            let changed = change.apply(
+                stored,
+                newest,
+                |wanted| versions.into_iter().find(|v| v.version == wanted),
+                chrono::Utc::now(),
+            );
+            if let Changed::Done(assistant, record) = &changed {
+                query("UPDATE sg_assistants SET doc = $2 WHERE assistant_id = $1")
+                    .bind(assistant_id)
+                    .bind(serde_json::to_string(assistant)?)
+                    .execute(&mut *tx)
+                    .await?;
+                if let Some(record) = record {
+                    insert_version(&mut tx, record).await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(changed)
+        }
+        .boxed()
+    }
+
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            query("DELETE FROM sg_assistant_versions WHERE assistant_id = $1")
+                .bind(assistant_id)
+                .execute(&mut *tx)
+                .await?;
+            let deleted = query("DELETE FROM sg_assistants WHERE assistant_id = $1")
+                .bind(assistant_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(deleted == 1)
+        }
+        .boxed()
+    }
+
+    fn find_assistants<'a>(
+        &'a self,
+        filter: &'a AssistantFilter,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>>> {
+        async move {
+            let rows = self.fetch(query("SELECT doc FROM sg_assistants")).await?;
+            Ok(docs::<Assistant>(&rows)?
+                .into_iter()
+                .filter(|assistant| filter.matches(assistant))
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>> {
+        async move {
+            let rows = self
+                .fetch(
+                    query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
+                        .bind(assistant_id),
+                )
+                .await?;
+            docs(&rows)
+        }
+        .boxed()
+    }
+}
+
+/// Adds a version record inside `tx`.
+async fn insert_version(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    version: &AssistantVersion,
+) -> Result<()> {
+    query("INSERT INTO sg_assistant_versions (assistant_id, version, doc) VALUES ($1, $2, $3)")
+        .bind(&version.assistant_id)
+        .bind(i64::from(version.version))
+        .bind(serde_json::to_string(version)?)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }

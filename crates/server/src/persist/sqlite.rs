@@ -13,6 +13,7 @@ use futures::future::{BoxFuture, FutureExt};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{Inserted, PersistError, Repository, Result};
+use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
 
@@ -324,4 +325,145 @@ impl Repository for SqliteRepository {
             Ok(deleted == 1)
         })
     }
+
+    fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>> {
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let inserted = tx.execute(
+                "INSERT INTO sg_assistants (assistant_id, doc) VALUES (?1, ?2) ON CONFLICT (assistant_id) DO NOTHING",
+                params![assistant.assistant_id, serde_json::to_string(&assistant)?],
+            )?;
+            let outcome = if inserted == 1 {
+                insert_version(&tx, &assistant.as_version())?;
+                Inserted::New(assistant)
+            } else {
+                let existing = read_assistant(&tx, &assistant.assistant_id)?.ok_or_else(|| {
+                    PersistError("an assistant vanished while it was inserted".into())
+                })?;
+                Inserted::Existing(existing)
+            };
+            tx.commit()?;
+            Ok(outcome)
+        })
+    }
+
+    fn get_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Assistant>>> {
+        let assistant_id = assistant_id.to_owned();
+        self.blocking(move |connection| read_assistant(connection, &assistant_id))
+    }
+
+    fn change_assistant<'a>(
+        &'a self,
+        assistant_id: &'a str,
+        change: AssistantChange,
+    ) -> BoxFuture<'a, Result<Changed>> {
+        let assistant_id = assistant_id.to_owned();
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(stored) = read_assistant(&tx, &assistant_id)? else {
+                return Ok(Changed::NoAssistant);
+            };
+            let versions = read_versions(&tx, &assistant_id)?;
+            let newest = versions.iter().map(|v| v.version).max().unwrap_or(0);
+            let changed = change.apply(
+                stored,
+                newest,
+                |wanted| versions.into_iter().find(|v| v.version == wanted),
+                chrono::Utc::now(),
+            );
+            if let Changed::Done(assistant, record) = &changed {
+                tx.execute(
+                    "UPDATE sg_assistants SET doc = ?2 WHERE assistant_id = ?1",
+                    params![assistant_id, serde_json::to_string(assistant)?],
+                )?;
+                if let Some(record) = record {
+                    insert_version(&tx, record)?;
+                }
+            }
+            tx.commit()?;
+            Ok(changed)
+        })
+    }
+
+    fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let assistant_id = assistant_id.to_owned();
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "DELETE FROM sg_assistant_versions WHERE assistant_id = ?1",
+                [&assistant_id],
+            )?;
+            let deleted = tx.execute(
+                "DELETE FROM sg_assistants WHERE assistant_id = ?1",
+                [&assistant_id],
+            )?;
+            tx.commit()?;
+            Ok(deleted == 1)
+        })
+    }
+
+    fn find_assistants<'a>(
+        &'a self,
+        filter: &'a AssistantFilter,
+    ) -> BoxFuture<'a, Result<Vec<Assistant>>> {
+        let filter = filter.clone();
+        self.blocking(move |connection| {
+            let docs: Vec<String> = connection
+                .prepare("SELECT doc FROM sg_assistants")?
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut found = Vec::new();
+            for doc in docs {
+                let assistant: Assistant = serde_json::from_str(&doc)?;
+                if filter.matches(&assistant) {
+                    found.push(assistant);
+                }
+            }
+            Ok(found)
+        })
+    }
+
+    fn assistant_versions<'a>(
+        &'a self,
+        assistant_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>> {
+        let assistant_id = assistant_id.to_owned();
+        self.blocking(move |connection| read_versions(connection, &assistant_id))
+    }
+}
+
+fn read_assistant(connection: &Connection, assistant_id: &str) -> Result<Option<Assistant>> {
+    let doc: Option<String> = connection
+        .query_row(
+            "SELECT doc FROM sg_assistants WHERE assistant_id = ?1",
+            [assistant_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(doc.map(|doc| serde_json::from_str(&doc)).transpose()?)
+}
+
+fn read_versions(connection: &Connection, assistant_id: &str) -> Result<Vec<AssistantVersion>> {
+    let docs: Vec<String> = connection
+        .prepare("SELECT doc FROM sg_assistant_versions WHERE assistant_id = ?1")?
+        .query_map([assistant_id], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    docs.iter()
+        .map(|doc| Ok(serde_json::from_str(doc)?))
+        .collect()
+}
+
+fn insert_version(connection: &Connection, version: &AssistantVersion) -> Result<()> {
+    connection.execute(
+        "INSERT INTO sg_assistant_versions (assistant_id, version, doc) VALUES (?1, ?2, ?3)",
+        params![
+            version.assistant_id,
+            version.version,
+            serde_json::to_string(version)?
+        ],
+    )?;
+    Ok(())
 }

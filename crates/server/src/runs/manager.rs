@@ -242,11 +242,7 @@ pub(crate) async fn submit(
 ) -> Result<Submitted, ApiError> {
     let manager = &core.runs;
     let mut gate = manager.gate(thread_id).await;
-    let assistant = core
-        .assistants
-        .iter()
-        .find(|a| a.assistant_id == request.assistant_id)
-        .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
+    let assistant = &request.assistant;
     let mut owner = Map::new();
     owner.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
     owner.insert(
@@ -254,12 +250,12 @@ pub(crate) async fn submit(
         Value::String(assistant.assistant_id.clone()),
     );
     let now = chrono::Utc::now();
-    // The thread's metadata when it was there before this run.
-    let existing = match core.repository.get_thread(thread_id).await? {
+    // The thread's metadata and config when it was there before this run.
+    let (existing, thread_config) = match core.repository.get_thread(thread_id).await? {
         Some(thread) => {
             let mut metadata = thread.metadata;
             metadata.extend(owner.clone());
-            Some(metadata)
+            (Some(metadata), Some(thread.config))
         }
         None if stateless || request.if_not_exists == IfNotExists::Create => {
             let mut metadata = owner.clone();
@@ -267,7 +263,7 @@ pub(crate) async fn submit(
             let mut thread = Thread::new(thread_id.to_owned(), metadata, now);
             thread.status = ThreadStatus::Busy;
             core.repository.insert_thread(thread).await?;
-            None
+            (None, None)
         }
         None => return Err(ApiError::not_found("Thread or assistant not found.")),
     };
@@ -293,17 +289,14 @@ pub(crate) async fn submit(
         }
         MultitaskStrategy::Reject | MultitaskStrategy::Enqueue => {}
     }
-    let run_config = request.config_other();
+    let config = request.thread_config(thread_config.as_ref());
     let run = request.into_run(
         crate::wire::time_ordered_id(),
         thread_id,
-        assistant,
         existing.as_ref(),
         now,
     );
     core.repository.insert_run(run.clone()).await?;
-    let mut config = run_config;
-    config.insert("configurable".into(), Value::Object(Map::new()));
     let patch = ThreadPatch {
         metadata: Some(owner),
         status: Some(ThreadStatus::Busy),
@@ -343,6 +336,20 @@ pub(crate) async fn cancel(
 ) -> Result<bool, ApiError> {
     let mut gate = core.runs.gate(thread_id).await;
     cancel_under_gate(core, &mut gate, thread_id, run_id, action).await
+}
+
+/// Cancels (`interrupt`) every run of the assistant in flight: what
+/// deleting an assistant does first.
+///
+/// # Errors
+/// The repository's.
+pub(crate) async fn cancel_assistant_runs(core: &Core, assistant_id: &str) -> Result<(), ApiError> {
+    for run in core.repository.in_flight_runs().await? {
+        if run.assistant_id == assistant_id {
+            cancel(core, &run.thread_id, &run.run_id, CancelAction::Interrupt).await?;
+        }
+    }
+    Ok(())
 }
 
 /// [`cancel`] with the thread's gate already held.

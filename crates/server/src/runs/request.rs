@@ -10,7 +10,7 @@ use stategraph::{CheckpointId, RunnableConfig};
 
 use super::{MultitaskStrategy, Run, RunConfig, RunKwargs, RunStatus};
 use crate::api::ApiError;
-use crate::assistants::Assistant;
+use crate::assistants::{Assistant, merged};
 
 /// A `RunCreate` body, stateful or stateless. Null means absent; unknown
 /// fields are ignored, as the official server does.
@@ -149,9 +149,8 @@ enum DurabilityName {
 /// A checked request: what creating the run needs.
 #[derive(Debug)]
 pub(crate) struct RunRequest {
-    /// The graph the assistant runs.
-    pub(crate) graph_id: String,
-    pub(crate) assistant_id: String,
+    /// The assistant it runs, as it was when the run was asked for.
+    pub(crate) assistant: Assistant,
     pub(crate) multitask_strategy: MultitaskStrategy,
     pub(crate) if_not_exists: IfNotExists,
     pub(crate) on_disconnect: OnDisconnect,
@@ -160,26 +159,28 @@ pub(crate) struct RunRequest {
 }
 
 impl RunCreate {
-    /// Checks the body. `stateless`: a `/runs` route, whose run gets a
-    /// temporary thread.
+    /// The assistant it names (an id or a graph id), as given.
     ///
     /// # Errors
-    /// 422 for a missing or unknown assistant, and for what this server
-    /// does not serve yet (it refuses rather than pretend); 400 for what
-    /// the official server refuses with 400.
+    /// 422 when it names none.
+    pub(crate) fn assistant(&self) -> Result<&str, ApiError> {
+        self.assistant_id
+            .as_deref()
+            .ok_or_else(|| ApiError::invalid("\"assistant_id\" is a required property"))
+    }
+
+    /// Checks the body for a run of `assistant`, whose config, context and
+    /// metadata it merges over. `stateless`: a `/runs` route, whose run
+    /// gets a temporary thread.
+    ///
+    /// # Errors
+    /// 422 for what this server does not serve yet (it refuses rather than
+    /// pretend); 400 for what the official server refuses with 400.
     pub(crate) fn check(
         self,
-        assistants: &[Assistant],
-        resolve: impl Fn(&str) -> Result<String, ApiError>,
+        assistant: Assistant,
         stateless: bool,
     ) -> Result<RunRequest, ApiError> {
-        let Some(assistant) = self.assistant_id.as_deref() else {
-            return Err(ApiError::invalid("\"assistant_id\" is a required property"));
-        };
-        let assistant_id = resolve(assistant)?;
-        let Some(assistant) = assistants.iter().find(|a| a.assistant_id == assistant_id) else {
-            return Err(ApiError::not_found("Thread or assistant not found."));
-        };
         let modes = match self.stream_mode {
             None => vec![ModeName::Values],
             Some(OneOrMany::One(mode)) => vec![mode],
@@ -236,7 +237,7 @@ impl RunCreate {
         let context = self.context.unwrap_or_default();
         if !configurable.is_empty() && !context.is_empty() {
             return Err(ApiError::bad_request(
-                "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.",
+                crate::assistants::CONFIGURABLE_AND_CONTEXT,
             ));
         }
         // As the official server: a given context is mirrored into
@@ -248,6 +249,17 @@ impl RunCreate {
             configurable.insert("__context_provided__".into(), Value::Bool(true));
             context
         };
+        // The assistant's config and context under the request's (the
+        // official server's shallow `_merge_jsonb`).
+        let mut assistant_config = assistant.config.clone();
+        // The run's metadata is the merged one the record carries.
+        assistant_config.remove("metadata");
+        let mut configurable = match assistant_config.remove("configurable") {
+            Some(Value::Object(base)) => merged(&base, configurable),
+            _ => configurable,
+        };
+        let context = merged(&assistant.context, context);
+        let config = merged(&assistant_config, config);
         if let Some(id) = self.checkpoint_id {
             configurable.insert("checkpoint_id".into(), Value::String(id));
         }
@@ -286,8 +298,7 @@ impl RunCreate {
             durability: durability.to_owned(),
         };
         Ok(RunRequest {
-            graph_id: assistant.graph_id.clone(),
-            assistant_id,
+            assistant,
             multitask_strategy: strategy,
             if_not_exists: self.if_not_exists.unwrap_or_default(),
             on_disconnect: self.on_disconnect.unwrap_or_default(),
@@ -318,10 +329,23 @@ impl RunRequest {
         metadata
     }
 
-    /// The request's config keys other than `configurable` and `metadata`
-    /// (`tags`, `recursion_limit`): what its thread's config keeps.
-    pub(crate) fn config_other(&self) -> Map<String, Value> {
-        self.kwargs.config.other.clone()
+    /// The config its thread keeps: the run's config keys other than
+    /// `configurable` and `metadata` (`tags`, `recursion_limit`), and the
+    /// assistant's configurable keys under the thread's own (`existing`).
+    pub(crate) fn thread_config(
+        &self,
+        existing: Option<&Map<String, Value>>,
+    ) -> Map<String, Value> {
+        let mut config = self.kwargs.config.other.clone();
+        let mut configurable = match self.assistant.config.get("configurable") {
+            Some(Value::Object(map)) => map.clone(),
+            _ => Map::new(),
+        };
+        if let Some(Value::Object(own)) = existing.and_then(|config| config.get("configurable")) {
+            configurable.extend(own.clone());
+        }
+        config.insert("configurable".into(), Value::Object(configurable));
+        config
     }
 
     /// The pending run record, on `thread_id`, as the official server fills
@@ -333,11 +357,11 @@ impl RunRequest {
         self,
         run_id: String,
         thread_id: &str,
-        assistant: &Assistant,
         existing: Option<&Map<String, Value>>,
         now: DateTime<Utc>,
     ) -> Run {
-        let mut metadata = assistant.metadata.clone();
+        let assistant = self.assistant;
+        let mut metadata = assistant.metadata;
         if let Some(thread_metadata) = existing {
             metadata.extend(thread_metadata.clone());
         }
@@ -345,7 +369,7 @@ impl RunRequest {
         metadata.extend(self.metadata);
         metadata.insert(
             "assistant_id".into(),
-            Value::String(self.assistant_id.clone()),
+            Value::String(assistant.assistant_id.clone()),
         );
         let mut kwargs = self.kwargs;
         let configurable = &mut kwargs.config.configurable;
@@ -372,17 +396,17 @@ impl RunRequest {
             .unwrap_or_else(|| Value::String(String::new()));
         configurable.insert("run_id".into(), Value::String(run_id.clone()));
         configurable.insert("thread_id".into(), Value::String(thread_id.to_owned()));
-        configurable.insert("graph_id".into(), Value::String(self.graph_id.clone()));
+        configurable.insert("graph_id".into(), Value::String(assistant.graph_id));
         configurable.insert(
             "assistant_id".into(),
-            Value::String(self.assistant_id.clone()),
+            Value::String(assistant.assistant_id.clone()),
         );
         configurable.insert("user_id".into(), user_id);
         kwargs.config.metadata = metadata.clone();
         Run {
             run_id,
             thread_id: thread_id.to_owned(),
-            assistant_id: self.assistant_id,
+            assistant_id: assistant.assistant_id,
             metadata,
             status: RunStatus::Pending,
             kwargs,

@@ -231,12 +231,18 @@ async fn each_graph_has_a_system_assistant() {
     );
     let by_id = request(address, &format!("GET /assistants/{id} HTTP/1.1"), "").await;
     assert_eq!((by_id.status, by_id.json()), (200, assistant.clone()));
-    let by_graph = request(address, "GET /assistants/agent HTTP/1.1", "").await;
-    assert_eq!(
-        by_graph.json(),
-        assistant.clone(),
-        "a graph id names its system assistant"
-    );
+    // As the official server: a graph id names its system assistant only
+    // where a run or the graph drawing is asked for.
+    for path in ["agent", "nope"] {
+        let by_name = request(address, &format!("GET /assistants/{path} HTTP/1.1"), "").await;
+        assert_eq!(
+            (by_name.status, by_name.json()),
+            (
+                422,
+                json!({"detail": "Invalid assistant ID: must be a UUID"})
+            )
+        );
+    }
     let gone = request(
         address,
         "GET /assistants/3e8c5434-5ebe-4202-bf0c-3f73297b77fd HTTP/1.1",
@@ -247,7 +253,7 @@ async fn each_graph_has_a_system_assistant() {
         (gone.status, gone.json()),
         (404, json!({"detail": "Not Found"}))
     );
-    let unknown = request(address, "GET /assistants/nope HTTP/1.1", "").await;
+    let unknown = request(address, "GET /assistants/nope/graph HTTP/1.1", "").await;
     assert_eq!(unknown.status, 422);
     assert_eq!(
         unknown.json()["detail"],

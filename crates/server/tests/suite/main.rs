@@ -4,6 +4,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod assistants;
 mod http;
 mod persistence;
 mod runs;

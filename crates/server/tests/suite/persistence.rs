@@ -100,10 +100,66 @@ async fn a_restart_keeps_everything(url: &str) {
     let runs_before = call(address, &format!("GET /threads/{id}/runs"))
         .await
         .json();
+    let assistant = send(
+        address,
+        "POST /assistants",
+        &json!({"graph_id": "hitl", "name": "kept", "context": {"model": "m"}}),
+    )
+    .await
+    .json();
+    let assistant_id = assistant["assistant_id"].as_str().unwrap().to_owned();
+    let patched = send(
+        address,
+        &format!("PATCH /assistants/{assistant_id}"),
+        &json!({"name": "kept-2"}),
+    )
+    .await
+    .json();
+    let versions_before = send(
+        address,
+        &format!("POST /assistants/{assistant_id}/versions"),
+        &json!({}),
+    )
+    .await
+    .json();
+    let system_before = send(
+        address,
+        "POST /assistants/search",
+        &json!({"metadata": {"created_by": "system"}, "sort_by": "graph_id"}),
+    )
+    .await
+    .json();
     stop.send(()).unwrap();
     task.await.unwrap();
 
     let (address, stop, task) = serve_on(url).await;
+    assert_eq!(
+        call(address, &format!("GET /assistants/{assistant_id}"))
+            .await
+            .json(),
+        patched
+    );
+    assert_eq!(
+        send(
+            address,
+            &format!("POST /assistants/{assistant_id}/versions"),
+            &json!({}),
+        )
+        .await
+        .json(),
+        versions_before
+    );
+    assert_eq!(
+        send(
+            address,
+            "POST /assistants/search",
+            &json!({"metadata": {"created_by": "system"}, "sort_by": "graph_id"})
+        )
+        .await
+        .json(),
+        system_before,
+        "the system assistants are made once"
+    );
     let after = call(address, &format!("GET /threads/{id}")).await.json();
     assert_eq!(after, before, "the thread record as it was");
     assert_eq!(

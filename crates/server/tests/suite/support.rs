@@ -127,6 +127,18 @@ pub(crate) async fn start_fixtures(settings: Settings) -> SocketAddr {
     address
 }
 
+/// The id of `graph`'s system assistant, as search finds it.
+pub(crate) async fn system_assistant(address: SocketAddr, graph: &str) -> String {
+    let found = send(
+        address,
+        "POST /assistants/search",
+        &serde_json::json!({"graph_id": graph, "metadata": {"created_by": "system"}}),
+    )
+    .await
+    .json();
+    found[0]["assistant_id"].as_str().unwrap().to_owned()
+}
+
 /// A new thread's id.
 pub(crate) async fn new_thread(address: SocketAddr) -> String {
     let thread = call(address, "POST /threads").await.json();
