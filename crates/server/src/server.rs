@@ -116,7 +116,6 @@ pub(crate) struct Core {
     pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
-    #[allow(dead_code, reason = "the store routes read it once they are served")]
     pub(crate) store: SharedStore,
     pub(crate) runs: Arc<RunManager>,
 }

@@ -3,6 +3,7 @@
 mod assistants;
 mod runs;
 mod state;
+mod store;
 mod stream;
 mod threads;
 
@@ -34,6 +35,7 @@ pub(crate) fn router(state: ApiState) -> Router {
         .route("/ok", get(ok))
         .route("/info", get(info))
         .merge(assistants::routes())
+        .merge(store::routes())
         .merge(threads::routes())
         .merge(state::routes())
         .merge(runs::routes())
@@ -53,6 +55,8 @@ pub(crate) fn router(state: ApiState) -> Router {
 pub(crate) struct ApiError {
     status: StatusCode,
     detail: String,
+    /// The detail as a plain-text body rather than `{"detail": ...}`.
+    plain: bool,
 }
 
 impl ApiError {
@@ -60,6 +64,16 @@ impl ApiError {
         Self {
             status,
             detail: detail.into(),
+            plain: false,
+        }
+    }
+
+    /// An answer whose body is `detail` as plain text (where the official
+    /// server answers so).
+    pub(crate) fn plain(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            plain: true,
+            ..Self::new(status, detail)
         }
     }
 
@@ -110,6 +124,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if self.plain {
+            return (self.status, self.detail).into_response();
+        }
         detail(self.status, &self.detail)
     }
 }

@@ -10,5 +10,6 @@ mod persistence;
 mod runs;
 mod sse;
 mod state;
+mod store;
 mod support;
 mod threads;
