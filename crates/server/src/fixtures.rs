@@ -39,7 +39,12 @@ pub fn hitl() -> Result<CompiledStateGraph, GraphError> {
     let mut graph = StateGraph::typed::<Fixture>();
     graph.add_node("agent", |state: Fixture, ctx: TaskContext| async move {
         ctx.write_custom(json!({"progress": "agent-start"}));
-        let model = FakeStreamingModel::new([AiMessage::new("Hello from the fake model")]);
+        // A fresh id per reply, as a real model's (`lc_run--<uuid>` on the
+        // official server): clients find where a message first appeared by
+        // its id, so two branches must not share one.
+        let reply = AiMessage::new("Hello from the fake model")
+            .with_id(format!("lc_run--{}", uuid::Uuid::now_v7()));
+        let model = FakeStreamingModel::new([reply]);
         let reply = model
             .invoke(&state.messages, &CallOptions::default())
             .await?;

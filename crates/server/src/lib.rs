@@ -3,6 +3,7 @@
 
 mod api;
 mod assistants;
+mod crons;
 mod error;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;

@@ -242,6 +242,7 @@ impl Server {
         Ok(BoundServer {
             listener,
             local_addr,
+            core: Arc::clone(&self.core),
             router: self.into_router(),
         })
     }
@@ -252,6 +253,7 @@ impl Server {
 pub struct BoundServer {
     listener: TcpListener,
     local_addr: SocketAddr,
+    core: Arc<Core>,
     router: axum::Router,
 }
 
@@ -277,6 +279,7 @@ impl BoundServer {
     }
 
     /// Serves until `shutdown` completes, then stops as [`BoundServer::serve`].
+    /// While it serves, it fires due crons (unless `crons.enabled` is off).
     ///
     /// # Errors
     /// [`Error::Listen`] when serving fails.
@@ -293,9 +296,20 @@ impl BoundServer {
                 tracing::debug!(error = %err, "cannot set TCP_NODELAY");
             }
         });
-        axum::serve(listener, self.router)
+        // The cron scheduler runs while the server serves.
+        let scheduler = self
+            .core
+            .settings
+            .crons
+            .enabled
+            .then(|| tokio::spawn(crate::crons::scheduler::run(Arc::clone(&self.core))));
+        let served = axum::serve(listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await
-            .map_err(|source| Error::Listen { address, source })
+            .map_err(|source| Error::Listen { address, source });
+        if let Some(scheduler) = scheduler {
+            scheduler.abort();
+        }
+        served
     }
 }

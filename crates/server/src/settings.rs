@@ -22,6 +22,38 @@ pub struct Settings {
     pub runs: RunSettings,
     /// Streams and the long answers of `wait` and `join`.
     pub streams: StreamSettings,
+    /// The cron scheduler.
+    pub crons: CronSettings,
+}
+
+/// The cron scheduler.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CronSettings {
+    /// Whether this server fires due crons (default `true`).
+    pub enabled: bool,
+    /// How often it looks for due crons (default 5 seconds, as the
+    /// official server's `CRON_SCHEDULER_SLEEP_TIME`).
+    pub interval_seconds: f64,
+}
+
+impl Default for CronSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            interval_seconds: 5.0,
+        }
+    }
+}
+
+impl CronSettings {
+    /// The interval between looks (at least 10 milliseconds).
+    pub fn interval(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.interval_seconds)
+            .unwrap_or(std::time::Duration::from_secs(5))
+            .max(std::time::Duration::from_millis(10))
+    }
 }
 
 /// Where the server keeps its records (threads, runs), checkpoints and
@@ -230,6 +262,16 @@ impl Settings {
         if let Some(seconds) = var("STATEGRAPH_HEARTBEAT_SECONDS") {
             self.streams.heartbeat_seconds = parse(
                 "STATEGRAPH_HEARTBEAT_SECONDS",
+                seconds,
+                "a number of seconds",
+            )?;
+        }
+        if let Some(enabled) = var("STATEGRAPH_CRONS_ENABLED") {
+            self.crons.enabled = parse("STATEGRAPH_CRONS_ENABLED", enabled, "true or false")?;
+        }
+        if let Some(seconds) = var("STATEGRAPH_CRON_INTERVAL_SECONDS") {
+            self.crons.interval_seconds = parse(
+                "STATEGRAPH_CRON_INTERVAL_SECONDS",
                 seconds,
                 "a number of seconds",
             )?;

@@ -4,8 +4,18 @@
 use serde_json::Value;
 
 /// A time as the API writes it (API.md 1.2): ISO 8601 with microseconds
-/// and `+00:00`.
+/// and `+00:00`, the microseconds left out when zero (Python's
+/// `isoformat`: a cron's `next_run_date` is `…T08:00:00+00:00`).
 pub(crate) fn timestamp(time: chrono::DateTime<chrono::Utc>) -> String {
+    if time.timestamp_subsec_micros() == 0 {
+        return time.format("%Y-%m-%dT%H:%M:%S+00:00").to_string();
+    }
+    time.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+}
+
+/// A time as the SQL repositories store it to order by: always with six
+/// digits of microseconds, so text order is time order.
+pub(crate) fn sortable(time: chrono::DateTime<chrono::Utc>) -> String {
     time.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
 }
 

@@ -199,9 +199,9 @@ async fn versions(
     Ok(Json(page).into_response())
 }
 
-/// `DELETE /assistants/{id}[?delete_threads=true]`: the assistant and its
-/// versions; its runs in flight are cancelled, and with `delete_threads`
-/// the threads it made are deleted too.
+/// `DELETE /assistants/{id}[?delete_threads=true]`: the assistant, its
+/// versions and its crons; its runs in flight are cancelled, and with
+/// `delete_threads` the threads it made are deleted too.
 async fn delete(
     State(state): State<ApiState>,
     Path(raw_id): Path<String>,
@@ -223,6 +223,13 @@ async fn delete(
         super::threads::delete_where_assistant(&state, &id).await?;
     }
     crate::runs::manager::cancel_assistant_runs(&state, &id).await?;
+    let crons = crate::crons::CronFilter {
+        assistant_id: Some(id.clone()),
+        ..crate::crons::CronFilter::default()
+    };
+    for cron in state.repository.find_crons(&crons).await? {
+        state.repository.delete_cron(&cron.cron_id).await?;
+    }
     state.repository.delete_assistant(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

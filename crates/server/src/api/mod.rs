@@ -1,6 +1,7 @@
 //! The HTTP API: routes, the JSON error answers, CORS and the body limit.
 
 mod assistants;
+mod crons;
 mod runs;
 mod state;
 mod store;
@@ -36,6 +37,7 @@ pub(crate) fn router(state: ApiState) -> Router {
         .route("/info", get(info))
         .merge(assistants::routes())
         .merge(store::routes())
+        .merge(crons::routes())
         .merge(threads::routes())
         .merge(state::routes())
         .merge(runs::routes())
@@ -248,7 +250,7 @@ async fn info() -> Json<Value> {
         "langgraph_py_version": LANGGRAPH_VERSION,
         "flags": {
             "assistants": true,
-            "crons": false,
+            "crons": true,
             "langsmith": false,
             "langsmith_tracing_replicas": false,
             "langsmith_tracing_session_on_runs": false,

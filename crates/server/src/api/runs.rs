@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use super::threads::find;
 use super::{ApiError, ApiState, parse_body, thread_id, with_headers};
 use crate::runs::exec::thread_body;
-use crate::runs::manager::{CancelAction, LiveRun, Submitted, cancel, submit};
-use crate::runs::request::{OnDisconnect, RunCreate, RunRequest};
+use crate::runs::manager::{CancelAction, LiveRun, Submitted, cancel, check, submit};
+use crate::runs::request::{OnDisconnect, RunCreate};
 use crate::runs::{RunQuery, RunStatus};
 
 pub(super) fn routes() -> Router<ApiState> {
@@ -53,24 +53,6 @@ pub(super) fn path_header(path: String) -> HeaderValue {
     HeaderValue::try_from(path).unwrap_or_else(|_| HeaderValue::from_static("/"))
 }
 
-/// A run request checked against the assistant it names.
-///
-/// # Errors
-/// 422 for a request without an assistant or that names none; 404 `Thread
-/// or assistant not found.` for an unknown one; what [`RunCreate::check`]
-/// refuses.
-pub(super) async fn checked(
-    state: &ApiState,
-    request: RunCreate,
-    stateless: bool,
-) -> Result<RunRequest, ApiError> {
-    let assistant_id = state.resolve_assistant(request.assistant()?)?;
-    let Some(assistant) = state.assistant(&assistant_id).await? else {
-        return Err(ApiError::not_found("Thread or assistant not found."));
-    };
-    request.check(assistant, stateless)
-}
-
 /// A run request accepted: its run, the thread it runs on, and whether a
 /// client gone before its end cancels it.
 pub(super) struct Accepted {
@@ -89,7 +71,7 @@ pub(super) async fn accept(
     subscribe: bool,
 ) -> Result<Accepted, ApiError> {
     let stateless = thread.is_none();
-    let request = checked(state, parse_body(body)?, stateless).await?;
+    let request = check(state, parse_body(body)?, stateless).await?;
     let cancel_on_disconnect = request.on_disconnect == OnDisconnect::Cancel;
     let thread_id = thread.unwrap_or_else(crate::wire::time_ordered_id);
     let submitted = submit(state, request, &thread_id, stateless, subscribe).await?;
@@ -140,7 +122,7 @@ async fn batch(State(state): State<ApiState>, body: Bytes) -> Result<Response, A
     for request in requests {
         let request: RunCreate = serde_json::from_value(request)
             .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
-        checked_requests.push(checked(&state, request, true).await?);
+        checked_requests.push(check(&state, request, true).await?);
     }
     let mut runs = Vec::with_capacity(checked_requests.len());
     for request in checked_requests {

@@ -143,9 +143,17 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// Deletes a thread: its runs cancelled, then its checkpoints and records.
+/// Deletes a thread: its runs cancelled, its crons deleted, then its
+/// checkpoints and records.
 async fn delete_one(state: &ApiState, thread_id: &str) -> Result<(), ApiError> {
     state.runs.cancel_thread(thread_id).await;
+    let crons = crate::crons::CronFilter {
+        thread_id: Some(thread_id.to_owned()),
+        ..crate::crons::CronFilter::default()
+    };
+    for cron in state.repository.find_crons(&crons).await? {
+        state.repository.delete_cron(&cron.cron_id).await?;
+    }
     crate::runs::exec::delete_thread(state, thread_id)
         .await
         .map_err(|err| ApiError::internal(&*err))

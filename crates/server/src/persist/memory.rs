@@ -7,8 +7,10 @@ use futures::future::{BoxFuture, FutureExt};
 
 use super::{Inserted, Repository, Result};
 use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
+use crate::crons::{Cron, CronFilter, CronPatch};
 use crate::runs::{Run, RunQuery, RunStatus};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+use chrono::{DateTime, Utc};
 
 /// Records in a map behind one lock; every operation is one short critical
 /// section, so each is atomic.
@@ -19,6 +21,7 @@ pub(crate) struct MemoryRepository {
     runs: Mutex<HashMap<String, Run>>,
     // By id, with every version (oldest first) beside it.
     assistants: Mutex<HashMap<String, (Assistant, Vec<AssistantVersion>)>>,
+    crons: Mutex<HashMap<String, Cron>>,
 }
 
 /// A lock's data even after a panic elsewhere: each write is one insert,
@@ -256,5 +259,51 @@ impl Repository for MemoryRepository {
             .map(|(_, versions)| versions.clone())
             .unwrap_or_default();
         std::future::ready(Ok(versions)).boxed()
+    }
+
+    fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
+        lock(&self.crons).insert(cron.cron_id.clone(), cron);
+        std::future::ready(Ok(())).boxed()
+    }
+
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
+        std::future::ready(Ok(lock(&self.crons).get(cron_id).cloned())).boxed()
+    }
+
+    fn patch_cron<'a>(
+        &'a self,
+        cron_id: &'a str,
+        patch: CronPatch,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Option<Cron>>> {
+        let patched = lock(&self.crons).get_mut(cron_id).map(|cron| {
+            patch.apply(cron, now);
+            cron.clone()
+        });
+        std::future::ready(Ok(patched)).boxed()
+    }
+
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        std::future::ready(Ok(lock(&self.crons).remove(cron_id).is_some())).boxed()
+    }
+
+    fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>> {
+        let found = lock(&self.crons)
+            .values()
+            .filter(|cron| filter.matches(cron))
+            .cloned()
+            .collect();
+        std::future::ready(Ok(found)).boxed()
+    }
+
+    fn claim_due_crons(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<Cron>>> {
+        let mut claimed = Vec::new();
+        for cron in lock(&self.crons).values_mut() {
+            if cron.is_due(now) {
+                claimed.push(cron.clone());
+                cron.next_run_date = cron.next_after(now);
+            }
+        }
+        std::future::ready(Ok(claimed)).boxed()
     }
 }

@@ -13,8 +13,10 @@ pub(crate) use postgres::PostgresRepository;
 pub(crate) use sqlite::SqliteRepository;
 
 use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
+use crate::crons::{Cron, CronFilter, CronPatch};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+use chrono::{DateTime, Utc};
 
 /// The server's storage: its records, and the saver and store its graphs
 /// are bound to, all on the backend `database.url` names.
@@ -127,6 +129,14 @@ CREATE TABLE sg_assistant_versions (
     doc TEXT NOT NULL,
     PRIMARY KEY (assistant_id, version)
 );
+",
+    "\
+CREATE TABLE sg_crons (
+    cron_id TEXT PRIMARY KEY,
+    next_run_date TEXT,
+    doc TEXT NOT NULL
+);
+CREATE INDEX sg_crons_by_next_run ON sg_crons (next_run_date);
 ",
 ];
 
@@ -259,4 +269,25 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
         &'a self,
         assistant_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>>;
+
+    /// Stores a new cron.
+    fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>>;
+    /// The cron, if there is one with that id.
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>>;
+    /// Applies `patch` at `now`; the cron after it, or `None` when there is
+    /// none.
+    fn patch_cron<'a>(
+        &'a self,
+        cron_id: &'a str,
+        patch: CronPatch,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Option<Cron>>>;
+    /// Removes a cron; whether there was one.
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>>;
+    /// Every cron that passes `filter`.
+    fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>>;
+    /// Takes the crons due at `now` ([`Cron::is_due`]) and moves each one's
+    /// `next_run_date` past `now`, in one step, so that two schedulers never
+    /// fire the same cron time; the crons as they were.
+    fn claim_due_crons(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<Cron>>>;
 }

@@ -12,8 +12,10 @@ use sqlx::{Postgres, Row};
 
 use super::{Inserted, PersistError, Repository, Result};
 use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
+use crate::crons::{Cron, CronFilter, CronPatch};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+use chrono::{DateTime, Utc};
 
 /// The advisory lock the migrations run under (one server migrates at a
 /// time).
@@ -137,7 +139,7 @@ impl Repository for PostgresRepository {
                 "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO NOTHING",
             )
             .bind(&thread.thread_id)
-            .bind(crate::wire::timestamp(thread.updated_at))
+            .bind(crate::wire::sortable(thread.updated_at))
             .bind(thread.status.as_str())
             .bind(thread_doc(&thread)?)
             )
@@ -183,7 +185,7 @@ impl Repository for PostgresRepository {
                 "UPDATE sg_threads SET updated_at = $2, status = $3, doc = $4 WHERE thread_id = $1",
             )
             .bind(thread_id)
-            .bind(crate::wire::timestamp(thread.updated_at))
+            .bind(crate::wire::sortable(thread.updated_at))
             .bind(thread.status.as_str())
             .bind(thread_doc(&thread)?)
             .execute(&mut *tx)
@@ -227,7 +229,7 @@ impl Repository for PostgresRepository {
             self.exec(query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
                 .bind(&run.run_id)
                 .bind(&run.thread_id)
-                .bind(crate::wire::timestamp(run.created_at))
+                .bind(crate::wire::sortable(run.created_at))
                 .bind(status_text(&run)?)
                 .bind(serde_json::to_string(&run)?)
                 )
@@ -460,6 +462,98 @@ impl Repository for PostgresRepository {
         }
         .boxed()
     }
+
+    fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
+        async move {
+            self.exec(
+                query("INSERT INTO sg_crons (cron_id, next_run_date, doc) VALUES ($1, $2, $3)")
+                    .bind(&cron.cron_id)
+                    .bind(next_run(&cron))
+                    .bind(serde_json::to_string(&cron)?),
+            )
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
+        async move {
+            let rows = self
+                .fetch(query("SELECT doc FROM sg_crons WHERE cron_id = $1").bind(cron_id))
+                .await?;
+            Ok(docs(&rows)?.into_iter().next())
+        }
+        .boxed()
+    }
+
+    fn patch_cron<'a>(
+        &'a self,
+        cron_id: &'a str,
+        patch: CronPatch,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Option<Cron>>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let rows = query("SELECT doc FROM sg_crons WHERE cron_id = $1 FOR UPDATE")
+                .bind(cron_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let Some(mut cron) = docs::<Cron>(&rows)?.into_iter().next() else {
+                return Ok(None);
+            };
+            patch.apply(&mut cron, now);
+            write_cron(&mut tx, &cron).await?;
+            tx.commit().await?;
+            Ok(Some(cron))
+        }
+        .boxed()
+    }
+
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        async move {
+            let deleted = self
+                .exec(query("DELETE FROM sg_crons WHERE cron_id = $1").bind(cron_id))
+                .await?;
+            Ok(deleted == 1)
+        }
+        .boxed()
+    }
+
+    fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>> {
+        async move {
+            let rows = self.fetch(query("SELECT doc FROM sg_crons")).await?;
+            Ok(docs::<Cron>(&rows)?
+                .into_iter()
+                .filter(|cron| filter.matches(cron))
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn claim_due_crons(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<Cron>>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            // Another scheduler's claim in flight skips those rows, and
+            // finds them moved past `now` once it commits.
+            let rows =
+                query("SELECT doc FROM sg_crons WHERE next_run_date <= $1 FOR UPDATE SKIP LOCKED")
+                    .bind(crate::wire::sortable(now))
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let mut claimed = Vec::new();
+            for mut cron in docs::<Cron>(&rows)? {
+                if cron.is_due(now) {
+                    claimed.push(cron.clone());
+                    cron.next_run_date = cron.next_after(now);
+                    write_cron(&mut tx, &cron).await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(claimed)
+        }
+        .boxed()
+    }
 }
 
 /// Adds a version record inside `tx`.
@@ -471,6 +565,21 @@ async fn insert_version(
         .bind(&version.assistant_id)
         .bind(i64::from(version.version))
         .bind(serde_json::to_string(version)?)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// The column a due-cron lookup orders by.
+fn next_run(cron: &Cron) -> Option<String> {
+    cron.next_run_date.map(crate::wire::sortable)
+}
+
+async fn write_cron(tx: &mut sqlx::Transaction<'_, Postgres>, cron: &Cron) -> Result<()> {
+    query("UPDATE sg_crons SET next_run_date = $2, doc = $3 WHERE cron_id = $1")
+        .bind(&cron.cron_id)
+        .bind(next_run(cron))
+        .bind(serde_json::to_string(cron)?)
         .execute(&mut **tx)
         .await?;
     Ok(())

@@ -14,8 +14,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{Inserted, PersistError, Repository, Result};
 use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
+use crate::crons::{Cron, CronFilter, CronPatch};
 use crate::runs::{Run, RunQuery};
 use crate::threads::{Thread, ThreadFilter, ThreadPatch, ThreadSearch};
+use chrono::{DateTime, Utc};
 
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -102,7 +104,7 @@ fn migrate(connection: &mut Connection) -> Result<()> {
 
 fn thread_row(thread: &Thread) -> Result<(String, String, String)> {
     Ok((
-        crate::wire::timestamp(thread.updated_at),
+        crate::wire::sortable(thread.updated_at),
         thread.status.as_str().to_owned(),
         serde_json::to_string(thread)?,
     ))
@@ -231,7 +233,7 @@ impl Repository for SqliteRepository {
                 params![
                     run.run_id,
                     run.thread_id,
-                    crate::wire::timestamp(run.created_at),
+                    crate::wire::sortable(run.created_at),
                     status_text(&run)?,
                     run_doc(&run)?
                 ],
@@ -433,6 +435,86 @@ impl Repository for SqliteRepository {
         let assistant_id = assistant_id.to_owned();
         self.blocking(move |connection| read_versions(connection, &assistant_id))
     }
+
+    fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
+        self.blocking(move |connection| {
+            connection.execute(
+                "INSERT INTO sg_crons (cron_id, next_run_date, doc) VALUES (?1, ?2, ?3)",
+                params![cron.cron_id, next_run(&cron), serde_json::to_string(&cron)?],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
+        let cron_id = cron_id.to_owned();
+        self.blocking(move |connection| read_cron(connection, &cron_id))
+    }
+
+    fn patch_cron<'a>(
+        &'a self,
+        cron_id: &'a str,
+        patch: CronPatch,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Option<Cron>>> {
+        let cron_id = cron_id.to_owned();
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(mut cron) = read_cron(&tx, &cron_id)? else {
+                return Ok(None);
+            };
+            patch.apply(&mut cron, now);
+            write_cron(&tx, &cron)?;
+            tx.commit()?;
+            Ok(Some(cron))
+        })
+    }
+
+    fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let cron_id = cron_id.to_owned();
+        self.blocking(move |connection| {
+            Ok(connection.execute("DELETE FROM sg_crons WHERE cron_id = ?1", [&cron_id])? == 1)
+        })
+    }
+
+    fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>> {
+        let filter = filter.clone();
+        self.blocking(move |connection| {
+            let docs: Vec<String> = connection
+                .prepare("SELECT doc FROM sg_crons")?
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut found = Vec::new();
+            for doc in docs {
+                let cron: Cron = serde_json::from_str(&doc)?;
+                if filter.matches(&cron) {
+                    found.push(cron);
+                }
+            }
+            Ok(found)
+        })
+    }
+
+    fn claim_due_crons(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<Cron>>> {
+        self.blocking(move |connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let docs: Vec<String> = tx
+                .prepare("SELECT doc FROM sg_crons WHERE next_run_date <= ?1")?
+                .query_map([crate::wire::sortable(now)], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut claimed = Vec::new();
+            for doc in docs {
+                let mut cron: Cron = serde_json::from_str(&doc)?;
+                if cron.is_due(now) {
+                    claimed.push(cron.clone());
+                    cron.next_run_date = cron.next_after(now);
+                    write_cron(&tx, &cron)?;
+                }
+            }
+            tx.commit()?;
+            Ok(claimed)
+        })
+    }
 }
 
 fn read_assistant(connection: &Connection, assistant_id: &str) -> Result<Option<Assistant>> {
@@ -464,6 +546,30 @@ fn insert_version(connection: &Connection, version: &AssistantVersion) -> Result
             version.version,
             serde_json::to_string(version)?
         ],
+    )?;
+    Ok(())
+}
+
+/// The column a due-cron lookup orders by.
+fn next_run(cron: &Cron) -> Option<String> {
+    cron.next_run_date.map(crate::wire::sortable)
+}
+
+fn read_cron(connection: &Connection, cron_id: &str) -> Result<Option<Cron>> {
+    let doc: Option<String> = connection
+        .query_row(
+            "SELECT doc FROM sg_crons WHERE cron_id = ?1",
+            [cron_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(doc.map(|doc| serde_json::from_str(&doc)).transpose()?)
+}
+
+fn write_cron(connection: &Connection, cron: &Cron) -> Result<()> {
+    connection.execute(
+        "UPDATE sg_crons SET next_run_date = ?2, doc = ?3 WHERE cron_id = ?1",
+        params![cron.cron_id, next_run(cron), serde_json::to_string(cron)?],
     )?;
     Ok(())
 }

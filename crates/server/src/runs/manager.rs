@@ -14,7 +14,7 @@ use tokio::sync::{OwnedMutexGuard, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{RunChannel, StartAt, Subscription};
-use super::request::{IfNotExists, RunRequest};
+use super::request::{IfNotExists, RunCreate, RunRequest};
 use super::{MultitaskStrategy, Run, RunStatus};
 use crate::api::ApiError;
 use crate::server::Core;
@@ -222,6 +222,24 @@ impl RunManager {
             }
         }
     }
+}
+
+/// A run request checked against the assistant it names.
+///
+/// # Errors
+/// 422 for a request without an assistant or that names none; 404 `Thread
+/// or assistant not found.` for an unknown one; what [`RunCreate::check`]
+/// refuses.
+pub(crate) async fn check(
+    core: &Core,
+    request: RunCreate,
+    stateless: bool,
+) -> Result<RunRequest, ApiError> {
+    let assistant_id = core.resolve_assistant(request.assistant()?)?;
+    let Some(assistant) = core.assistant(&assistant_id).await? else {
+        return Err(ApiError::not_found("Thread or assistant not found."));
+    };
+    request.check(assistant, stateless)
 }
 
 /// Accepts a run: on `thread_id` (created first when the request or a

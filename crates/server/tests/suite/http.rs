@@ -41,7 +41,7 @@ async fn health_and_info_answer_as_the_official_server() {
     assert_eq!(info["host"]["kind"], "self-hosted");
     // Only what is served is claimed.
     assert_eq!(info["flags"]["assistants"], true);
-    assert_eq!(info["flags"]["crons"], false);
+    assert_eq!(info["flags"]["crons"], true);
 }
 
 #[tokio::test]

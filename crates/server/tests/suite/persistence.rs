@@ -122,6 +122,14 @@ async fn a_restart_keeps_everything(url: &str) {
     )
     .await
     .json();
+    let cron = send(
+        address,
+        &format!("POST /threads/{id}/runs/crons"),
+        &json!({"assistant_id": "hitl", "schedule": "0 0 1 1 *"}),
+    )
+    .await;
+    assert_eq!(cron.status, 200, "{}", cron.body);
+    let cron = cron.json();
     let system_before = send(
         address,
         "POST /assistants/search",
@@ -159,6 +167,15 @@ async fn a_restart_keeps_everything(url: &str) {
         .json(),
         system_before,
         "the system assistants are made once"
+    );
+    assert_eq!(
+        call(
+            address,
+            &format!("GET /runs/crons/{}", cron["cron_id"].as_str().unwrap())
+        )
+        .await
+        .json(),
+        cron
     );
     let after = call(address, &format!("GET /threads/{id}")).await.json();
     assert_eq!(after, before, "the thread record as it was");
