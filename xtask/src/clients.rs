@@ -2,7 +2,9 @@
 //! `examples/server` on 127.0.0.1, on each backend: in memory, a SQLite
 //! file, and PostgreSQL. The Python SDK suite (CLIENT-CONFORMANCE Layer 1) runs
 //! from a venv made from its lock file; the JS SDK check (Layer 4) runs with
-//! each pinned SDK version, installed by `npm ci`; on the persistent
+//! each pinned SDK version, installed by `npm ci`; a React page using
+//! `useStream` runs in Debian's Chromium (Layer 5, screenshots in
+//! `target/server-clients/browser-<backend>`); on the persistent
 //! backends, the failure-injection script (Layer 6) kills a server with
 //! SIGKILL mid-run and cuts a stream. The server is started with `--port
 //! 0` and stopped at the end of each pass, whatever happens.
@@ -21,6 +23,8 @@ const FAILURES: &str = "crates/server/tests/clients/failure/kill_restart.py";
 /// The JS check, and a folder per pinned SDK version with its lock file.
 const JS_CHECK: &str = "crates/server/tests/clients/js";
 const JS_SDKS: [&str; 2] = ["sdk-1.15.0", "sdk-2.0.0"];
+/// The `useStream` page driven in Debian's Chromium (Layer 5).
+const BROWSER: &str = "crates/server/tests/clients/browser";
 
 /// A started server, killed when dropped.
 struct Served {
@@ -109,11 +113,12 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
     let suite = root.join(PYTHON_SUITE);
     let python = venv(root, &suite.join("requirements.lock"))?;
     let js = root.join(JS_CHECK);
-    for sdk in JS_SDKS {
+    let browser = root.join(BROWSER);
+    for folder in JS_SDKS.iter().map(|sdk| js.join(sdk)).chain([browser.clone()]) {
         super::step({
             let mut cmd = Command::new("npm");
             cmd.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                .current_dir(js.join(sdk));
+                .current_dir(folder);
             cmd
         })?;
     }
@@ -143,6 +148,19 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
                 "the JS SDK check",
             )?;
         }
+        println!(
+            "\n==> useStream in Chromium against {} ({url})",
+            served.url
+        );
+        let backend = url.split(':').next().unwrap_or("memory");
+        check(
+            Command::new("node")
+                .arg("run.mjs")
+                .current_dir(&browser)
+                .env("STATEGRAPH_SERVER_URL", &served.url)
+                .env("STATEGRAPH_BROWSER_OUT", dir.join(format!("browser-{backend}"))),
+            "the browser check",
+        )?;
         drop(served);
         if url != "memory" {
             println!("\n==> failure injection ({url})");
