@@ -146,3 +146,72 @@ pub fn all() -> Result<Vec<(&'static str, CompiledStateGraph)>, GraphError> {
         ("boom", boom()?),
     ])
 }
+
+/// The official fixture's toy auth (`shared/server/fixture/auth.py`): the
+/// bearer token is the user name, `alice` and `bob` are the users; a new
+/// thread gets its creator as `metadata.owner`, and each user sees only
+/// the threads they own; store namespaces are moved under the user's name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OwnerAuth;
+
+impl crate::auth::Auth for OwnerAuth {
+    async fn authenticate(
+        &self,
+        request: &crate::auth::AuthRequest,
+    ) -> Result<crate::auth::AuthUser, crate::auth::AuthError> {
+        use crate::auth::{AuthError, AuthUser};
+        let Some(user) = request
+            .authorization()
+            .and_then(|header| header.strip_prefix("Bearer "))
+        else {
+            return Err(AuthError::unauthorized("missing bearer token"));
+        };
+        let user = user.trim();
+        if !["alice", "bob"].contains(&user) {
+            return Err(AuthError::forbidden("unknown user"));
+        }
+        Ok(AuthUser::new(user).with_permissions(["threads:write"]))
+    }
+
+    async fn authorize(
+        &self,
+        ctx: &crate::auth::AuthContext<'_>,
+        value: &mut serde_json::Value,
+    ) -> Result<crate::auth::Authorization, crate::auth::AuthError> {
+        use crate::auth::{Action, Authorization, Resource};
+        use serde_json::Value;
+        let me = Value::String(ctx.user.identity.clone());
+        let owner = || {
+            let mut filter = serde_json::Map::new();
+            filter.insert("owner".into(), me.clone());
+            Authorization::Filter(filter)
+        };
+        match (ctx.resource, ctx.action) {
+            (Resource::Threads, Action::Create) => {
+                if let Value::Object(fields) = value {
+                    let metadata = fields
+                        .entry("metadata")
+                        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    if let Value::Object(metadata) = metadata {
+                        metadata.insert("owner".into(), me.clone());
+                    }
+                }
+                Ok(owner())
+            }
+            (Resource::Threads, _) => Ok(owner()),
+            (Resource::Store, _) => {
+                let labels: Vec<Value> = match value.get("namespace") {
+                    Some(Value::Array(labels)) => labels.clone(),
+                    _ => Vec::new(),
+                };
+                if labels.first() != Some(&me) {
+                    let mut moved = vec![me.clone()];
+                    moved.extend(labels);
+                    value["namespace"] = Value::Array(moved);
+                }
+                Ok(Authorization::Allow)
+            }
+            _ => Ok(Authorization::Allow),
+        }
+    }
+}

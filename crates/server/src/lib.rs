@@ -3,6 +3,7 @@
 
 mod api;
 mod assistants;
+pub mod auth;
 mod crons;
 mod error;
 #[cfg(feature = "fixtures")]

@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::api::ApiError;
 use crate::assistants::{Assistant, system_id};
+use crate::auth::{Auth, DynAuth};
 use crate::error::Error;
 use crate::persist::{Repository, Storage};
 use crate::runs::RunManager;
@@ -23,12 +24,20 @@ use crate::settings::Settings;
 pub struct ServerBuilder {
     settings: Settings,
     graphs: Vec<(String, CompiledStateGraph)>,
+    auth: Option<Arc<dyn DynAuth>>,
 }
 
 impl ServerBuilder {
     /// Serves with these settings (default: [`Settings::default`]).
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
+        self
+    }
+
+    /// Authenticates every request but the health and info routes, and
+    /// authorizes each operation, with `auth` (`langgraph.json`'s `auth`).
+    pub fn auth(mut self, auth: impl Auth) -> Self {
+        self.auth = Some(Arc::new(auth));
         self
     }
 
@@ -97,6 +106,7 @@ impl ServerBuilder {
             core: Arc::new(Core {
                 settings: self.settings,
                 graphs,
+                auth: self.auth,
                 repository,
                 saver,
                 store,
@@ -114,6 +124,8 @@ pub(crate) struct Core {
     /// The graphs by id, in registration order, bound to `saver` and
     /// `store`.
     pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
+    /// Who may call, and do what; `None`: anyone, anything.
+    pub(crate) auth: Option<Arc<dyn DynAuth>>,
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
     pub(crate) store: SharedStore,

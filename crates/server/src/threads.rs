@@ -232,6 +232,9 @@ pub(crate) struct ThreadFilter {
     pub(crate) values: Option<Map<String, Value>>,
     /// Only this status.
     pub(crate) status: Option<ThreadStatus>,
+    /// The caller's auth filter on metadata (never from the body).
+    #[serde(skip)]
+    pub(crate) auth: Option<crate::auth::AuthFilter>,
 }
 
 impl ThreadFilter {
@@ -242,6 +245,10 @@ impl ThreadFilter {
             .as_ref()
             .is_none_or(|ids| ids.contains(&thread.thread_id))
             && self.status.is_none_or(|status| status == thread.status)
+            && self
+                .auth
+                .as_ref()
+                .is_none_or(|auth| auth.matches(&thread.metadata))
             && self.metadata.as_ref().is_none_or(|wanted| {
                 contains(
                     &Value::Object(thread.metadata.clone()),

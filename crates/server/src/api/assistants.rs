@@ -14,11 +14,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use stategraph::graph::CompiledStateGraph;
 
+use super::caller::{Caller, passes};
 use super::{ApiError, ApiState, pagination, parse_body, with_headers};
 use crate::assistants::{
     Assistant, AssistantChange, AssistantCreate, AssistantField, AssistantFilter, AssistantPatch,
     AssistantSearch, AssistantSort, Changed, IfExists, VersionQuery, assistant_id,
 };
+use crate::auth::{Action, Resource};
 use crate::persist::Inserted;
 use crate::threads::SortOrder;
 
@@ -42,22 +44,50 @@ pub(super) fn routes() -> Router<ApiState> {
         )
 }
 
-/// The assistant `raw` names (a UUID), or 404 as the official server.
-async fn find(state: &ApiState, raw: &str) -> Result<Assistant, ApiError> {
+/// The assistant `raw` names (a UUID), if the caller may do `action` on
+/// it; else 404, as the official server (never 403).
+async fn find(
+    state: &ApiState,
+    caller: &Caller,
+    raw: &str,
+    action: Action,
+) -> Result<Assistant, ApiError> {
+    let id = assistant_id(raw)?;
+    let filter = caller
+        .filter(
+            state,
+            Resource::Assistants,
+            action,
+            json!({"assistant_id": id}),
+        )
+        .await?;
     state
-        .assistant(&assistant_id(raw)?)
+        .assistant(&id)
         .await?
+        .filter(|assistant| passes(filter.as_ref(), &assistant.metadata))
         .ok_or_else(|| ApiError::not_found("Not Found"))
 }
 
 /// `POST /assistants`: a new assistant (version 1), or with `if_exists:
 /// do_nothing` the one already under that id.
-async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let body: AssistantCreate = parse_body(&body)?;
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    // The auth handler sees the body and may change it (its metadata).
+    let mut value: Value = parse_body(&body)?;
+    let filter = caller
+        .authorize(&state, Resource::Assistants, Action::Create, &mut value)
+        .await?;
+    let body: AssistantCreate = serde_json::from_value(value)
+        .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
     let (assistant, if_exists) = body.check(|id| state.graph_exists(id), chrono::Utc::now())?;
     match state.repository.insert_assistant(assistant).await? {
         Inserted::New(assistant) => Ok(Json(assistant).into_response()),
-        Inserted::Existing(existing) if if_exists == IfExists::DoNothing => {
+        Inserted::Existing(existing)
+            if if_exists == IfExists::DoNothing && passes(filter.as_ref(), &existing.metadata) =>
+        {
             Ok(Json(existing).into_response())
         }
         Inserted::Existing(existing) => Err(ApiError::conflict(format!(
@@ -83,19 +113,34 @@ struct SearchBody {
 /// The most assistants one page holds.
 const MAX_PAGE: usize = 1000;
 
-/// The assistants that pass `filter` and run a graph this server serves.
-async fn matching(state: &ApiState, filter: &AssistantFilter) -> Result<Vec<Assistant>, ApiError> {
+/// The assistants that pass `filter` and the caller's, and run a graph
+/// this server serves.
+async fn matching(
+    state: &ApiState,
+    caller: &Caller,
+    filter: &AssistantFilter,
+) -> Result<Vec<Assistant>, ApiError> {
     if let Some(graph_id) = filter.graph_id.as_deref().filter(|id| !id.is_empty()) {
         state.graph_exists(graph_id)?;
     }
+    let fields = json!({"graph_id": filter.graph_id, "metadata": filter.metadata});
+    let auth = caller
+        .filter(state, Resource::Assistants, Action::Search, fields)
+        .await?;
     let mut found = state.repository.find_assistants(filter).await?;
-    found.retain(|assistant| state.graph(&assistant.graph_id).is_some());
+    found.retain(|assistant| {
+        state.graph(&assistant.graph_id).is_some() && passes(auth.as_ref(), &assistant.metadata)
+    });
     Ok(found)
 }
 
 /// `POST /assistants/search`: a page of matching assistants, newest first
 /// unless told otherwise, with the pagination headers.
-async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn search(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let body: SearchBody = parse_body(&body)?;
     let limit = body.limit.unwrap_or(10);
     if !(1..=MAX_PAGE).contains(&limit) {
@@ -110,7 +155,7 @@ async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
         offset: body.offset.unwrap_or(0),
         filter: body.filter,
     };
-    let found = matching(&state, &search.filter).await?;
+    let found = matching(&state, &caller, &search.filter).await?;
     let (page, total) = search.page(found);
     let headers = pagination(total, search.offset, page.len());
     let select = body.select.as_deref().filter(|select| !select.is_empty());
@@ -119,26 +164,35 @@ async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
 }
 
 /// `POST /assistants/count`: how many match, as a bare number.
-async fn count(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn count(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let filter: AssistantFilter = parse_body(&body)?;
-    Ok(Json(matching(&state, &filter).await?.len()).into_response())
+    Ok(Json(matching(&state, &caller, &filter).await?.len()).into_response())
 }
 
 /// `GET /assistants/{id}`.
 async fn get_one(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(find(&state, &raw_id).await?).into_response())
+    Ok(Json(find(&state, &caller, &raw_id, Action::Read).await?).into_response())
 }
 
 /// Applies `change` to the assistant `raw_id` names.
 async fn change(
     state: &ApiState,
+    caller: &Caller,
     raw_id: &str,
     change: AssistantChange,
 ) -> Result<Response, ApiError> {
     let id = assistant_id(raw_id)?;
+    if caller.user().is_some() {
+        find(state, caller, &id, Action::Update).await?;
+    }
     match state.repository.change_assistant(&id, change).await? {
         Changed::Done(assistant, _) => Ok(Json(assistant).into_response()),
         Changed::NoAssistant => Err(ApiError::not_found(format!("Assistant {id} not found"))),
@@ -152,12 +206,13 @@ async fn change(
 /// as a new version that becomes current.
 async fn patch(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let body: AssistantPatch = parse_body(&body)?;
     let body = body.check(|id| state.graph_exists(id))?;
-    change(&state, &raw_id, AssistantChange::Patch(body)).await
+    change(&state, &caller, &raw_id, AssistantChange::Patch(body)).await
 }
 
 /// A `POST /assistants/{id}/latest` body (the SDKs send it as JSON).
@@ -170,6 +225,7 @@ struct LatestBody {
 /// `POST /assistants/{id}/latest`: an earlier version made current.
 async fn set_latest(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -181,16 +237,26 @@ async fn set_latest(
     let Some(version) = body.version else {
         return Err(ApiError::invalid("\"version\" is a required property"));
     };
-    change(&state, &raw_id, AssistantChange::SetLatest(version)).await
+    change(
+        &state,
+        &caller,
+        &raw_id,
+        AssistantChange::SetLatest(version),
+    )
+    .await
 }
 
 /// `POST /assistants/{id}/versions`: its versions, newest first.
 async fn versions(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = assistant_id(&raw_id)?;
+    if caller.user().is_some() {
+        find(&state, &caller, &id, Action::Read).await?;
+    }
     let query: VersionQuery = parse_body(&body)?;
     let page = query.page(state.repository.assistant_versions(&id).await?);
     if page.is_empty() {
@@ -204,11 +270,24 @@ async fn versions(
 /// `delete_threads` the threads it made are deleted too.
 async fn delete(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     Query(query): Query<DeleteQuery>,
 ) -> Result<Response, ApiError> {
     let id = assistant_id(&raw_id)?;
-    if state.repository.get_assistant(&id).await?.is_none() {
+    let filter = caller
+        .filter(
+            &state,
+            Resource::Assistants,
+            Action::Delete,
+            json!({"assistant_id": id}),
+        )
+        .await?;
+    let visible = state
+        .assistant(&id)
+        .await?
+        .is_some_and(|assistant| passes(filter.as_ref(), &assistant.metadata));
+    if !visible {
         return Err(ApiError::not_found(format!(
             "Assistant with ID {id} not found"
         )));
@@ -252,6 +331,7 @@ struct GraphQuery {
 /// may name its system assistant.
 async fn graph(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     Query(query): Query<GraphQuery>,
 ) -> Result<Response, ApiError> {
@@ -265,7 +345,7 @@ async fn graph(
             .ok_or_else(|| ApiError::invalid("Invalid xray value"))?,
     };
     let raw = state.resolve_assistant(&raw_id)?;
-    let assistant = find(&state, &raw).await?;
+    let assistant = find(&state, &caller, &raw, Action::Read).await?;
     let mut json = served(&state, &assistant)?
         .get_graph_xray_depth(depth)
         .to_json();
@@ -306,9 +386,10 @@ fn graph_schemas(graph: &CompiledStateGraph) -> serde_json::Map<String, Value> {
 /// `GET /assistants/{id}/schemas`: what Studio draws its forms from.
 async fn schemas(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let assistant = find(&state, &raw_id).await?;
+    let assistant = find(&state, &caller, &raw_id, Action::Read).await?;
     let mut body = serde_json::Map::new();
     body.insert("graph_id".into(), json!(assistant.graph_id));
     body.extend(graph_schemas(served(&state, &assistant)?));
@@ -326,28 +407,31 @@ struct SubgraphQuery {
 /// schemas by namespace (`node` or, recursing, `node|inner`).
 async fn subgraphs(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     Query(query): Query<SubgraphQuery>,
 ) -> Result<Response, ApiError> {
-    subgraph_schemas(&state, &raw_id, None, &query).await
+    subgraph_schemas(&state, &caller, &raw_id, None, &query).await
 }
 
 /// `GET /assistants/{id}/subgraphs/{namespace}`: the one at `namespace`.
 async fn subgraphs_at(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_id, namespace)): Path<(String, String)>,
     Query(query): Query<SubgraphQuery>,
 ) -> Result<Response, ApiError> {
-    subgraph_schemas(&state, &raw_id, Some(&namespace), &query).await
+    subgraph_schemas(&state, &caller, &raw_id, Some(&namespace), &query).await
 }
 
 async fn subgraph_schemas(
     state: &ApiState,
+    caller: &Caller,
     raw_id: &str,
     namespace: Option<&str>,
     query: &SubgraphQuery,
 ) -> Result<Response, ApiError> {
-    let assistant = find(state, raw_id).await?;
+    let assistant = find(state, caller, raw_id, Action::Read).await?;
     let recurse = matches!(query.recurse.as_deref(), Some("true" | "True"));
     let body: serde_json::Map<String, Value> = served(state, &assistant)?
         .get_subgraphs(recurse)

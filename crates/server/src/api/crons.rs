@@ -10,10 +10,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use super::caller::{Caller, passes};
 use super::{ApiError, ApiState, pagination, parse_body, thread_id, with_headers};
-use crate::crons::{CronCreate, CronField, CronFilter, CronPatch, CronSearch, CronSort};
+use crate::auth::{Action, Resource};
+use crate::crons::{Cron, CronCreate, CronField, CronFilter, CronPatch, CronSearch, CronSort};
 use crate::threads::SortOrder;
 
 pub(super) fn routes() -> Router<ApiState> {
@@ -36,26 +38,40 @@ fn cron_id(raw: &str) -> Result<String, ApiError> {
 }
 
 /// `POST /runs/crons`: a cron whose every fire runs on a new thread.
-async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    insert(&state, &body, None).await
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    insert(&state, &caller, &body, None).await
 }
 
 /// `POST /threads/{id}/runs/crons`: a cron that runs on that thread.
 async fn create_for_thread(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let thread = thread_id(&raw_id)?;
-    insert(&state, &body, Some(thread)).await
+    insert(&state, &caller, &body, Some(thread)).await
 }
 
 async fn insert(
     state: &ApiState,
+    caller: &Caller,
     body: &Bytes,
     thread: Option<String>,
 ) -> Result<Response, ApiError> {
     let payload: Map<String, Value> = parse_body(body)?;
+    // The auth handler sees the body and may change it (its metadata).
+    let mut value = Value::Object(payload);
+    caller
+        .authorize(state, Resource::Crons, Action::Create, &mut value)
+        .await?;
+    let Value::Object(payload) = value else {
+        return Err(ApiError::invalid("the request body is not an object"));
+    };
     let create: CronCreate = serde_path_to_error::deserialize(Value::Object(payload.clone()))
         .map_err(|err| {
             ApiError::invalid(format!(
@@ -77,24 +93,47 @@ async fn insert(
         )));
     }
     if let Some(thread) = &thread
-        && state.repository.get_thread(thread).await?.is_none()
+        && super::threads::find(state, caller, thread, Action::Read)
+            .await
+            .is_err()
     {
         return Err(ApiError::not_found(format!(
             "Thread with ID '{thread}' not found. Please verify the ID is correct and the thread hasn't been deleted or expired."
         )));
     }
-    let cron = create.into_cron(payload, assistant_id, thread, chrono::Utc::now())?;
+    let mut cron = create.into_cron(payload, assistant_id, thread, chrono::Utc::now())?;
+    if let Some(user) = caller.user() {
+        cron.user_id.clone_from(&user.identity);
+    }
     state.repository.insert_cron(cron.clone()).await?;
     Ok(Json(cron).into_response())
+}
+
+/// The cron with that id if the caller may do `action` on it.
+async fn find(
+    state: &ApiState,
+    caller: &Caller,
+    id: &str,
+    action: Action,
+) -> Result<Option<Cron>, ApiError> {
+    let filter = caller
+        .filter(state, Resource::Crons, action, json!({"cron_id": id}))
+        .await?;
+    Ok(state
+        .repository
+        .get_cron(id)
+        .await?
+        .filter(|cron| passes(filter.as_ref(), &cron.metadata)))
 }
 
 /// `GET /runs/crons/{id}`.
 async fn get_one(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = cron_id(&raw_id)?;
-    match state.repository.get_cron(&id).await? {
+    match find(&state, &caller, &id, Action::Read).await? {
         Some(cron) => Ok(Json(cron).into_response()),
         None => Err(ApiError::not_found("Not Found")),
     }
@@ -104,10 +143,14 @@ async fn get_one(
 /// into the payload.
 async fn patch(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let id = cron_id(&raw_id)?;
+    if caller.user().is_some() && find(&state, &caller, &id, Action::Update).await?.is_none() {
+        return Err(ApiError::not_found(format!("Cron '{id}' not found")));
+    }
     let body: Map<String, Value> = parse_body(&body)?;
     if body.get("webhook").is_some_and(|hook| !hook.is_null()) {
         return Err(ApiError::unsupported("webhook"));
@@ -126,9 +169,13 @@ async fn patch(
 /// `DELETE /runs/crons/{id}`: 204, or 404.
 async fn delete(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = cron_id(&raw_id)?;
+    if caller.user().is_some() && find(&state, &caller, &id, Action::Delete).await?.is_none() {
+        return Err(ApiError::not_found("Not Found"));
+    }
     if state.repository.delete_cron(&id).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
@@ -149,29 +196,46 @@ struct SearchBody {
     select: Option<Vec<CronField>>,
 }
 
-/// The filter with its ids checked and in canonical form.
-fn checked(mut filter: CronFilter) -> Result<CronFilter, ApiError> {
+/// The crons that pass `filter` (its ids checked) and the caller's.
+async fn matching(
+    state: &ApiState,
+    caller: &Caller,
+    mut filter: CronFilter,
+) -> Result<Vec<Cron>, ApiError> {
     if let Some(id) = filter.assistant_id.take() {
         filter.assistant_id = Some(crate::assistants::assistant_id(&id)?);
     }
     if let Some(id) = filter.thread_id.take() {
         filter.thread_id = Some(thread_id(&id)?);
     }
-    Ok(filter)
+    let fields = json!({
+        "assistant_id": filter.assistant_id,
+        "thread_id": filter.thread_id,
+        "metadata": filter.metadata,
+    });
+    let auth = caller
+        .filter(state, Resource::Crons, Action::Search, fields)
+        .await?;
+    let mut found = state.repository.find_crons(&filter).await?;
+    found.retain(|cron| passes(auth.as_ref(), &cron.metadata));
+    Ok(found)
 }
 
 /// `POST /runs/crons/search`: a page of matching crons, newest first
 /// unless told otherwise, with the pagination headers.
-async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn search(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let body: SearchBody = parse_body(&body)?;
-    let filter = checked(body.filter)?;
     let search = CronSearch {
         sort_by: body.sort_by.unwrap_or_default(),
         sort_order: body.sort_order.unwrap_or_default(),
         limit: body.limit.unwrap_or(10),
         offset: body.offset.unwrap_or(0),
     };
-    let (page, total) = search.page(state.repository.find_crons(&filter).await?);
+    let (page, total) = search.page(matching(&state, &caller, body.filter).await?);
     let headers = pagination(total, search.offset, page.len());
     let select = body.select.as_deref().filter(|select| !select.is_empty());
     let views: Vec<Value> = page.iter().map(|cron| cron.view(select)).collect();
@@ -179,7 +243,11 @@ async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
 }
 
 /// `POST /runs/crons/count`: how many match, as a bare number.
-async fn count(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let filter = checked(parse_body(&body)?)?;
-    Ok(Json(state.repository.find_crons(&filter).await?.len()).into_response())
+async fn count(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let found = matching(&state, &caller, parse_body(&body)?).await?;
+    Ok(Json(found.len()).into_response())
 }

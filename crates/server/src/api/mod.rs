@@ -1,6 +1,7 @@
 //! The HTTP API: routes, the JSON error answers, CORS and the body limit.
 
 mod assistants;
+mod caller;
 mod crons;
 mod runs;
 mod state;
@@ -42,6 +43,10 @@ pub(crate) fn router(state: ApiState) -> Router {
         .merge(state::routes())
         .merge(runs::routes())
         .merge(stream::routes())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            caller::authenticate,
+        ))
         .with_state(state)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -15,8 +15,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use super::threads::find;
+use super::caller::Caller;
+use super::threads::{find, guard};
 use super::{ApiError, ApiState, parse_body, thread_id, with_headers};
+use crate::auth::{Action, Resource};
 use crate::runs::exec::thread_body;
 use crate::runs::manager::{CancelAction, LiveRun, Submitted, cancel, check, submit};
 use crate::runs::request::{OnDisconnect, RunCreate};
@@ -53,6 +55,40 @@ pub(super) fn path_header(path: String) -> HeaderValue {
     HeaderValue::try_from(path).unwrap_or_else(|_| HeaderValue::from_static("/"))
 }
 
+/// A run request after the caller's `create_run` authorization, which sees
+/// (and may change) the body with its `thread_id`: 404 `Thread or assistant
+/// not found.` when the caller's filter leaves out the thread.
+async fn authorized(
+    state: &ApiState,
+    caller: &Caller,
+    body: Value,
+    thread: Option<&str>,
+) -> Result<RunCreate, ApiError> {
+    if caller.user().is_none() {
+        return RunCreate::from_json(body);
+    }
+    let mut value = body;
+    if let Value::Object(fields) = &mut value {
+        fields.insert(
+            "thread_id".into(),
+            thread.map_or(Value::Null, |id| Value::String(id.to_owned())),
+        );
+    }
+    let filter = caller
+        .authorize(state, Resource::Threads, Action::CreateRun, &mut value)
+        .await?;
+    if let (Some(filter), Some(thread)) = (&filter, thread)
+        && let Some(existing) = state.repository.get_thread(thread).await?
+        && !filter.matches(&existing.metadata)
+    {
+        return Err(ApiError::not_found("Thread or assistant not found."));
+    }
+    if let Value::Object(fields) = &mut value {
+        fields.remove("thread_id");
+    }
+    RunCreate::from_json(value)
+}
+
 /// A run request accepted: its run, the thread it runs on, and whether a
 /// client gone before its end cancels it.
 pub(super) struct Accepted {
@@ -66,12 +102,15 @@ pub(super) struct Accepted {
 /// the answer streams the run's events.
 pub(super) async fn accept(
     state: &ApiState,
+    caller: &Caller,
     body: &Bytes,
     thread: Option<String>,
     subscribe: bool,
 ) -> Result<Accepted, ApiError> {
     let stateless = thread.is_none();
-    let request = check(state, parse_body(body)?, stateless).await?;
+    let request = authorized(state, caller, parse_body(body)?, thread.as_deref()).await?;
+    let mut request = check(state, request, stateless).await?;
+    request.user = caller.user().cloned();
     let cancel_on_disconnect = request.on_disconnect == OnDisconnect::Cancel;
     let thread_id = thread.unwrap_or_else(crate::wire::time_ordered_id);
     let submitted = submit(state, request, &thread_id, stateless, subscribe).await?;
@@ -86,10 +125,11 @@ pub(super) async fn accept(
 /// `Content-Location`.
 async fn create(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), false).await?;
+    let accepted = accept(&state, &caller, &body, Some(thread_id(&raw_id)?), false).await?;
     let run = &accepted.submitted.run;
     let location = format!("/threads/{}/runs/{}", accepted.thread_id, run.run_id);
     Ok(with_headers(
@@ -101,9 +141,13 @@ async fn create(
 /// `POST /runs`: a background run on a temporary thread.
 async fn create_stateless(
     State(state): State<ApiState>,
+    caller: Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let run = accept(&state, &body, None, false).await?.submitted.run;
+    let run = accept(&state, &caller, &body, None, false)
+        .await?
+        .submitted
+        .run;
     let location = format!("/runs/{}", run.run_id);
     Ok(with_headers(
         Json(&run),
@@ -113,16 +157,21 @@ async fn create_stateless(
 
 /// `POST /runs/batch`: several stateless runs, each on its own thread;
 /// every request is checked before any starts.
-async fn batch(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn batch(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let requests: Vec<Value> = parse_body(&body)?;
     if requests.is_empty() {
         return Err(ApiError::invalid("[] should be non-empty"));
     }
     let mut checked_requests = Vec::with_capacity(requests.len());
     for request in requests {
-        let request: RunCreate = serde_json::from_value(request)
-            .map_err(|err| ApiError::invalid(format!("Invalid request body: {err}")))?;
-        checked_requests.push(check(&state, request, true).await?);
+        let request = authorized(&state, &caller, request, None).await?;
+        let mut request = check(&state, request, true).await?;
+        request.user = caller.user().cloned();
+        checked_requests.push(request);
     }
     let mut runs = Vec::with_capacity(checked_requests.len());
     for request in checked_requests {
@@ -217,16 +266,21 @@ pub(super) fn cancel_on_disconnect(query: Option<&str>) -> Result<bool, ApiError
 /// (or `{"__error__": ...}` with 200, as the official server).
 async fn wait(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), false).await?;
+    let accepted = accept(&state, &caller, &body, Some(thread_id(&raw_id)?), false).await?;
     Ok(waited(&state, accepted))
 }
 
 /// `POST /runs/wait`: a run on a temporary thread, answered as `wait`.
-async fn wait_stateless(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let accepted = accept(&state, &body, None, false).await?;
+async fn wait_stateless(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let accepted = accept(&state, &caller, &body, None, false).await?;
     Ok(waited(&state, accepted))
 }
 
@@ -267,10 +321,11 @@ const RUN_FIELDS: [&str; 10] = [
 /// `GET /threads/{id}/runs?limit=&offset=&status=&select=`: newest first.
 async fn list(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let mut runs = RunQuery {
         limit: 10,
         ..RunQuery::default()
@@ -327,9 +382,11 @@ async fn list(
 /// `GET /threads/{id}/runs/{run_id}`.
 async fn get_one(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_thread, raw_run)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    guard(&state, &caller, &thread_id, Action::Read).await?;
     match state.repository.get_run(&thread_id, &run_id).await? {
         Some(run) => Ok(Json(run).into_response()),
         None => Err(ApiError::not_found("Not Found")),
@@ -340,9 +397,11 @@ async fn get_one(
 /// cancelled first; 204.
 async fn delete(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_thread, raw_run)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    guard(&state, &caller, &thread_id, Action::Delete).await?;
     if state
         .repository
         .get_run(&thread_id, &run_id)
@@ -361,10 +420,12 @@ async fn delete(
 /// with an error body, as the official server answers it.
 async fn join(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_thread, raw_run)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    guard(&state, &caller, &thread_id, Action::Read).await?;
     let cancel = query_pairs(query.as_deref())?.iter().any(|(key, value)| {
         key == "cancel_on_disconnect"
             && matches!(value.to_ascii_lowercase().as_str(), "true" | "yes" | "1")
@@ -393,10 +454,12 @@ async fn join(
 /// or with `wait` `{}` once the run has stopped (TRANSCRIPTS.md section 15).
 async fn cancel_one(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_thread, raw_run)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    guard(&state, &caller, &thread_id, Action::Update).await?;
     let pairs = query_pairs(query.as_deref())?;
     let action = cancel_action(&pairs);
     if state
@@ -445,6 +508,7 @@ enum CancelStatus {
 /// 404 when none is in flight.
 async fn cancel_many(
     State(state): State<ApiState>,
+    caller: Caller,
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -499,6 +563,14 @@ async fn cancel_many(
     };
     let mut cancelled = 0;
     for (thread, run) in &chosen {
+        // Runs of threads the caller may not change are not found.
+        if caller.user().is_some()
+            && guard(&state, &caller, thread, Action::Update)
+                .await
+                .is_err()
+        {
+            continue;
+        }
         if cancel(&state, thread, run, action).await? {
             cancelled += 1;
         }

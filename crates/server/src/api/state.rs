@@ -13,8 +13,10 @@ use stategraph::checkpoint::ListQuery;
 use stategraph::graph::CompiledStateGraph;
 use stategraph::{CheckpointId, RunnableConfig};
 
+use super::caller::Caller;
 use super::threads::find;
 use super::{ApiError, ApiState, parse_body, thread_id};
+use crate::auth::Action;
 use crate::state::{ThreadState, thread_content};
 use crate::threads::{Thread, ThreadPatch};
 
@@ -100,10 +102,11 @@ async fn read_state(
 /// `GET /threads/{id}/state`: the latest state.
 async fn latest(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     Query(query): Query<SubgraphsQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let config = RunnableConfig::thread(&thread.thread_id);
     read_state(&state, &thread, &config, query.on(), false).await
 }
@@ -111,10 +114,11 @@ async fn latest(
 /// `GET /threads/{id}/state/{checkpoint_id}`.
 async fn at_checkpoint(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_id, checkpoint_id)): Path<(String, String)>,
     Query(query): Query<SubgraphsQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let config = RunnableConfig::thread(&thread.thread_id)
         .with_checkpoint_id(CheckpointId::from(checkpoint_id.as_str()));
     read_state(&state, &thread, &config, query.on(), true).await
@@ -154,10 +158,11 @@ struct CheckpointBody {
 /// (RemoteGraph sends only the thread for the latest).
 async fn at_checkpoint_post(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let body: CheckpointBody = parse_body(&body)?;
     let config = body
         .checkpoint
@@ -188,10 +193,11 @@ struct UpdateBody {
 /// the thread's values, interrupts and status follow.
 async fn update(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Update).await?;
     let body: UpdateBody = parse_body(&body)?;
     let Some(graph) = graph_of(&state, &thread)? else {
         return Err(ApiError::bad_request(format!(
@@ -306,10 +312,11 @@ struct HistoryQuery {
 /// `GET /threads/{id}/history?limit=&before=`.
 async fn history_get(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     Query(query): Query<HistoryQuery>,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let limit = match query.limit.as_deref() {
         None => None,
         Some(text) => Some(
@@ -346,10 +353,11 @@ enum Before {
 /// `POST /threads/{id}/history`: filtered by metadata, from a namespace.
 async fn history_post(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let body: HistoryBody = parse_body(&body)?;
     let mut list = ListQuery::default().limit(history_limit(body.limit, false)?);
     let before = match body.before {

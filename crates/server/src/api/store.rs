@@ -16,7 +16,9 @@ use stategraph::store::{
     Ttl,
 };
 
+use super::caller::Caller;
 use super::{ApiError, ApiState, parse_body};
+use crate::auth::{Action, AuthFilter, Resource};
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -43,6 +45,29 @@ fn namespace(labels: Vec<String>) -> Result<Vec<String>, ApiError> {
         )));
     }
     Ok(labels)
+}
+
+/// Runs the caller's store authorization on `value` and reads back the
+/// namespace its handler may have rewritten (under `key`); the filter it
+/// returned, if any.
+async fn authorized(
+    state: &ApiState,
+    caller: &Caller,
+    action: Action,
+    mut value: Value,
+    key: &str,
+) -> Result<(Option<Vec<String>>, Option<AuthFilter>, Value), ApiError> {
+    let filter = caller
+        .authorize(state, Resource::Store, action, &mut value)
+        .await?;
+    let labels = match value.get(key) {
+        None | Some(Value::Null) => None,
+        Some(labels) => Some(
+            serde_json::from_value::<Vec<String>>(labels.clone())
+                .map_err(|_| rejected("Namespace must be a list of labels".into()))?,
+        ),
+    };
+    Ok((labels, filter, value))
 }
 
 /// A store failure as an answer: what the request got wrong is 422 naming
@@ -96,9 +121,19 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>
 }
 
 /// `PUT /store/items`: stores (or replaces) an item; 204.
-async fn put_item(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let body: PutBody = parse_body(&body)?;
-    let labels = namespace(body.namespace.unwrap_or_default())?;
+async fn put_item(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut body: PutBody = parse_body(&body)?;
+    let labels = namespace(body.namespace.take().unwrap_or_default())?;
+    let fields = json!({"namespace": labels, "key": body.key, "value": body.value});
+    let (labels, _, fields) = authorized(&state, &caller, Action::Put, fields, "namespace").await?;
+    let labels = namespace(labels.unwrap_or_default())?;
+    if let Some(Value::Object(value)) = fields.get("value") {
+        body.value = Some(value.clone());
+    }
     let Some(key) = body.key else {
         return Err(ApiError::invalid("\"key\" is a required property"));
     };
@@ -126,6 +161,7 @@ async fn put_item(State(state): State<ApiState>, body: Bytes) -> Result<Response
 /// 200 with `null` when there is none (as the official server answers).
 async fn get_item(
     State(state): State<ApiState>,
+    caller: Caller,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let pairs = super::runs::query_pairs(query.as_deref())?;
@@ -150,6 +186,9 @@ async fn get_item(
             .into_response());
     };
     let refresh = value("refresh_ttl").is_none_or(|v| v.eq_ignore_ascii_case("true"));
+    let fields = json!({"namespace": labels, "key": key});
+    let (labels, _, _) = authorized(&state, &caller, Action::Get, fields, "namespace").await?;
+    let labels = namespace(labels.unwrap_or_default())?;
     let mut op = GetOp::new(labels, key);
     op.refresh_ttl = refresh;
     let found = match state
@@ -181,12 +220,19 @@ struct DeleteBody {
 
 /// `DELETE /store/items` (JSON body `{namespace, key}`): 204, whether or
 /// not there was one.
-async fn delete_item(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn delete_item(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let body: DeleteBody = parse_body(&body)?;
     let labels = namespace(body.namespace.unwrap_or_default())?;
     let Some(key) = body.key else {
         return Err(ApiError::invalid("\"key\" is a required property"));
     };
+    let fields = json!({"namespace": labels, "key": key});
+    let (labels, _, _) = authorized(&state, &caller, Action::Delete, fields, "namespace").await?;
+    let labels = namespace(labels.unwrap_or_default())?;
     state
         .store
         .put_op(PutOp::delete(labels, key))
@@ -209,9 +255,23 @@ struct SearchBody {
 
 /// `POST /store/items/search`: `{"items": [...]}`, each with its `score`
 /// (null unless ranked by a query).
-async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
+async fn search(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let body: SearchBody = parse_body(&body)?;
-    let mut op = SearchOp::new(namespace(body.namespace_prefix.unwrap_or_default())?)
+    let prefix = namespace(body.namespace_prefix.unwrap_or_default())?;
+    let fields = json!({
+        "namespace": prefix,
+        "filter": body.filter,
+        "limit": body.limit.unwrap_or(10),
+        "offset": body.offset.unwrap_or(0),
+        "query": body.query,
+    });
+    let (prefix, auth, _) =
+        authorized(&state, &caller, Action::Search, fields, "namespace").await?;
+    let mut op = SearchOp::new(namespace(prefix.unwrap_or_default())?)
         .with_page(body.limit.unwrap_or(10), body.offset.unwrap_or(0))
         .with_refresh_ttl(body.refresh_ttl.unwrap_or(false));
     if let Some(filter) = body.filter {
@@ -220,7 +280,26 @@ async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
     if let Some(query) = body.query {
         op = op.with_query(query);
     }
-    let found = state.store.search(op).await.map_err(store_error)?;
+    // The caller's filter holds on item values too: its keys join the
+    // search's conditions (a key both give must meet both, which a second
+    // pass over the page checks).
+    let mut recheck = None;
+    if let Some(auth) = auth {
+        for (key, condition) in auth.plain_conditions() {
+            if op.filter.contains_key(&key) {
+                recheck = Some(auth.clone());
+            } else {
+                op.filter.insert(key, condition);
+            }
+        }
+        if auth.has_operators() {
+            recheck = Some(auth);
+        }
+    }
+    let mut found = state.store.search(op).await.map_err(store_error)?;
+    if let Some(auth) = recheck {
+        found.retain(|hit| auth.matches(&hit.item.value));
+    }
     let items: Vec<Value> = found
         .iter()
         .map(|hit| {

@@ -14,6 +14,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use futures::StreamExt;
 
+use super::caller::Caller;
 use super::runs::{Accepted, accept, cancel_on_disconnect, locations, run_id};
 use super::{ApiError, ApiState, thread_id, with_headers};
 use crate::runs::events::{StartAt, Subscription};
@@ -88,10 +89,11 @@ fn sse(
 /// `POST /threads/{id}/runs/stream`: a run, streamed as it executes.
 async fn stream(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let accepted = accept(&state, &body, Some(thread_id(&raw_id)?), true).await?;
+    let accepted = accept(&state, &caller, &body, Some(thread_id(&raw_id)?), true).await?;
     let base = format!(
         "/threads/{}/runs/{}",
         accepted.thread_id, accepted.submitted.run.run_id
@@ -102,9 +104,10 @@ async fn stream(
 /// `POST /runs/stream`: a run on a temporary thread, streamed.
 async fn stream_stateless(
     State(state): State<ApiState>,
+    caller: Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let accepted = accept(&state, &body, None, true).await?;
+    let accepted = accept(&state, &caller, &body, None, true).await?;
     let base = format!("/runs/{}", accepted.submitted.run.run_id);
     Ok(streamed(&state, accepted, &base))
 }
@@ -135,11 +138,13 @@ fn streamed(state: &ApiState, accepted: Accepted, base: &str) -> Response {
 /// an `error` event, as the official server answers.
 async fn join_stream(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((raw_thread, raw_run)): Path<(String, String)>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (thread_id, run_id) = (thread_id(&raw_thread)?, run_id(&raw_run)?);
+    super::threads::guard(&state, &caller, &thread_id, crate::auth::Action::Read).await?;
     let cancel = cancel_on_disconnect(query.as_deref())?;
     let last_event_id = headers
         .get("last-event-id")

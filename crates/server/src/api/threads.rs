@@ -9,10 +9,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use stategraph::checkpoint::CheckpointSaver;
 
+use super::caller::{Caller, passes};
 use super::{ApiError, ApiState, pagination, parse_body, thread_id, with_headers};
+use crate::auth::{Action, Resource};
 use crate::persist::Inserted;
 use crate::threads::{
     SortOrder, Thread, ThreadContent, ThreadField, ThreadFilter, ThreadPatch, ThreadSearch,
@@ -54,8 +56,12 @@ struct CreateBody {
 }
 
 /// `POST /threads`: a new thread (`status: idle`, `values: null`).
-async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let body: CreateBody = parse_body(&body)?;
+async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut body: CreateBody = parse_body(&body)?;
     if body.ttl.is_some() {
         return Err(ApiError::unsupported("ttl"));
     }
@@ -65,16 +71,26 @@ async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
     let thread_id = body
         .thread_id
         .map_or_else(crate::wire::time_ordered_id, |id| id.to_string());
-    let thread = Thread::new(
-        thread_id,
-        body.metadata.unwrap_or_default(),
-        chrono::Utc::now(),
-    );
+    // The auth handler sees the request and may change its metadata.
+    let mut value = json!({
+        "thread_id": thread_id,
+        "metadata": body.metadata.take().unwrap_or_default(),
+    });
+    let filter = caller
+        .authorize(&state, Resource::Threads, Action::Create, &mut value)
+        .await?;
+    let metadata = match value.get_mut("metadata").map(Value::take) {
+        Some(Value::Object(metadata)) => metadata,
+        _ => Map::new(),
+    };
+    let thread = Thread::new(thread_id, metadata, chrono::Utc::now());
     match state.repository.insert_thread(thread).await? {
         Inserted::New(thread) => Ok(Json(thread.view(None)).into_response()),
         Inserted::Existing(thread) => match body.if_exists.unwrap_or_default() {
-            IfExists::DoNothing => Ok(Json(thread.view(None)).into_response()),
-            IfExists::Raise => Err(ApiError::conflict(format!(
+            IfExists::DoNothing if passes(filter.as_ref(), &thread.metadata) => {
+                Ok(Json(thread.view(None)).into_response())
+            }
+            IfExists::DoNothing | IfExists::Raise => Err(ApiError::conflict(format!(
                 "Thread with ID {} already exists",
                 thread.thread_id
             ))),
@@ -82,21 +98,52 @@ async fn create(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
     }
 }
 
-/// The thread with this id, or 404.
-pub(super) async fn find(state: &ApiState, thread_id: &str) -> Result<Thread, ApiError> {
+/// The thread with this id, if the caller may do `action` on it: 404 when
+/// there is none or the caller's filter leaves it out (never 403, so a
+/// thread's existence does not leak).
+pub(super) async fn find(
+    state: &ApiState,
+    caller: &Caller,
+    thread_id: &str,
+    action: Action,
+) -> Result<Thread, ApiError> {
+    let filter = caller
+        .filter(
+            state,
+            Resource::Threads,
+            action,
+            json!({"thread_id": thread_id}),
+        )
+        .await?;
     state
         .repository
         .get_thread(thread_id)
         .await?
+        .filter(|thread| passes(filter.as_ref(), &thread.metadata))
         .ok_or_else(|| ApiError::thread_not_found(thread_id))
+}
+
+/// 404 unless the caller may do `action` on the thread (nothing to check,
+/// and nothing read, without auth).
+pub(super) async fn guard(
+    state: &ApiState,
+    caller: &Caller,
+    thread_id: &str,
+    action: Action,
+) -> Result<(), ApiError> {
+    if caller.user().is_some() {
+        find(state, caller, thread_id, action).await?;
+    }
+    Ok(())
 }
 
 /// `GET /threads/{id}`.
 async fn get_one(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let thread = find(&state, &thread_id(&raw_id)?).await?;
+    let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     Ok(Json(thread.view(None)).into_response())
 }
 
@@ -112,6 +159,7 @@ struct PatchBody {
 /// `updated_at` moves (TRANSCRIPTS.md section 8).
 async fn patch(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -120,8 +168,26 @@ async fn patch(
     if body.ttl.is_some() {
         return Err(ApiError::unsupported("ttl"));
     }
+    let mut value = json!({"thread_id": thread_id, "metadata": body.metadata});
+    let filter = caller
+        .authorize(&state, Resource::Threads, Action::Update, &mut value)
+        .await?;
+    if let Some(filter) = &filter {
+        let visible = state
+            .repository
+            .get_thread(&thread_id)
+            .await?
+            .is_some_and(|thread| filter.matches(&thread.metadata));
+        if !visible {
+            return Err(ApiError::thread_not_found(&thread_id));
+        }
+    }
+    let metadata = match value.get_mut("metadata").map(Value::take) {
+        Some(Value::Object(metadata)) => Some(metadata),
+        _ => None,
+    };
     let patch = ThreadPatch {
-        metadata: body.metadata,
+        metadata,
         ..ThreadPatch::default()
     };
     let thread = state
@@ -135,10 +201,11 @@ async fn patch(
 /// `DELETE /threads/{id}`: the thread and its checkpoints; 204.
 async fn delete(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
-    find(&state, &thread_id).await?;
+    find(&state, &caller, &thread_id, Action::Delete).await?;
     delete_one(&state, &thread_id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -207,8 +274,13 @@ const MAX_PAGE: usize = 1000;
 
 /// `POST /threads/search`: a page of matching threads, newest update first
 /// unless told otherwise, with the pagination headers.
-async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let body: SearchBody = parse_body(&body)?;
+async fn search(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut body: SearchBody = parse_body(&body)?;
+    body.filter.auth = search_filter(&state, &caller, &body.filter).await?;
     if body.extract.is_some() {
         return Err(ApiError::unsupported("extract"));
     }
@@ -233,19 +305,41 @@ async fn search(State(state): State<ApiState>, body: Bytes) -> Result<Response, 
 }
 
 /// `POST /threads/count`: how many threads match, as a bare number.
-async fn count(State(state): State<ApiState>, body: Bytes) -> Result<Response, ApiError> {
-    let filter: ThreadFilter = parse_body(&body)?;
+async fn count(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut filter: ThreadFilter = parse_body(&body)?;
+    filter.auth = search_filter(&state, &caller, &filter).await?;
     let count = state.repository.count_threads(&filter).await?;
     Ok(Json(count).into_response())
+}
+
+/// The caller's filter on a thread search or count.
+async fn search_filter(
+    state: &ApiState,
+    caller: &Caller,
+    filter: &ThreadFilter,
+) -> Result<Option<crate::auth::AuthFilter>, ApiError> {
+    let fields = json!({
+        "metadata": filter.metadata,
+        "values": filter.values,
+        "status": filter.status.map(|status| status.as_str()),
+    });
+    caller
+        .filter(state, Resource::Threads, Action::Search, fields)
+        .await
 }
 
 /// `POST /threads/{id}/copy`: a new thread (a random id) with the same
 /// metadata and a copy of every checkpoint.
 async fn copy(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let source = find(&state, &thread_id(&raw_id)?).await?;
+    let source = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
     let mut copy = Thread::new(
         crate::wire::random_id(),
         source.metadata,

@@ -151,6 +151,8 @@ enum DurabilityName {
 pub(crate) struct RunRequest {
     /// The assistant it runs, as it was when the run was asked for.
     pub(crate) assistant: Assistant,
+    /// Who asked for it (with auth): the run sees them in its config.
+    pub(crate) user: Option<crate::auth::AuthUser>,
     pub(crate) multitask_strategy: MultitaskStrategy,
     pub(crate) if_not_exists: IfNotExists,
     pub(crate) on_disconnect: OnDisconnect,
@@ -159,6 +161,20 @@ pub(crate) struct RunRequest {
 }
 
 impl RunCreate {
+    /// A body read from JSON.
+    ///
+    /// # Errors
+    /// 422 naming the field of the wrong shape.
+    pub(crate) fn from_json(value: Value) -> Result<Self, ApiError> {
+        serde_path_to_error::deserialize(value).map_err(|err| {
+            ApiError::invalid(format!(
+                "Invalid request body: {}: {}",
+                err.path(),
+                err.inner()
+            ))
+        })
+    }
+
     /// The assistant it names (an id or a graph id), as given.
     ///
     /// # Errors
@@ -299,6 +315,7 @@ impl RunCreate {
         };
         Ok(RunRequest {
             assistant,
+            user: None,
             multitask_strategy: strategy,
             if_not_exists: self.if_not_exists.unwrap_or_default(),
             on_disconnect: self.on_disconnect.unwrap_or_default(),
@@ -373,6 +390,20 @@ impl RunRequest {
         );
         let mut kwargs = self.kwargs;
         let configurable = &mut kwargs.config.configurable;
+        if let Some(user) = &self.user {
+            configurable.insert(
+                "langgraph_auth_user".into(),
+                serde_json::to_value(user).unwrap_or(Value::Null),
+            );
+            configurable.insert(
+                "langgraph_auth_user_id".into(),
+                Value::String(user.identity.clone()),
+            );
+            configurable.insert(
+                "langgraph_auth_permissions".into(),
+                Value::from(user.permissions.clone()),
+            );
+        }
         let defaults = [
             ("langgraph_auth_user", Value::Null),
             ("langgraph_auth_user_id", Value::String(String::new())),

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod assistants;
+mod auth;
 mod crons;
 mod http;
 mod persistence;
