@@ -124,10 +124,20 @@ impl PregelLoop {
         if let Some(thread) = config.thread_id() {
             metadata.insert("thread_id".into(), thread.into());
         }
-        for (key, value) in &config.configurable.extra {
-            let primitive = matches!(value, Json::String(_) | Json::Number(_) | Json::Bool(_));
-            if primitive && !key.starts_with("__") {
-                metadata.insert(key.clone(), value.clone());
+        // LangGraph 1.2 propagates only these configurable keys into
+        // metadata (`_PROPAGATE_TO_METADATA`); other configurable values
+        // reach tracers, not stream handlers.
+        for key in [
+            "checkpoint_id",
+            "task_id",
+            "run_id",
+            "assistant_id",
+            "graph_id",
+        ] {
+            if let Some(value) = config.configurable.extra.get(key)
+                && matches!(value, Json::String(s) if !s.is_empty())
+            {
+                metadata.insert(key.to_owned(), value.clone());
             }
         }
         for (key, value) in &config.metadata {
