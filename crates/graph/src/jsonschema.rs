@@ -99,7 +99,9 @@ impl GraphSchemas {
 }
 
 /// An object schema of these keys: each key's declared schema with a
-/// pydantic-style title, every key required (as a `TypedDict`'s are).
+/// pydantic-style title, every key required (as a `TypedDict`'s are)
+/// unless the schema is [partial](Schema::partial) (then, as pydantic
+/// writes a `total=False` one, no `required` at all).
 fn object(schema: &Schema, keys: &[&str]) -> Json {
     let mut properties = Map::new();
     for key in keys {
@@ -112,12 +114,18 @@ fn object(schema: &Schema, keys: &[&str]) -> Json {
         }
         properties.insert((*key).to_owned(), property);
     }
-    json!({
+    let mut object = json!({
         "properties": properties,
         "required": keys,
         "title": schema.title().unwrap_or("State"),
         "type": "object",
-    })
+    });
+    if schema.is_partial()
+        && let Some(map) = object.as_object_mut()
+    {
+        map.remove("required");
+    }
+    object
 }
 
 /// pydantic's title of a field: words split at `_`, each capitalised

@@ -26,6 +26,9 @@ pub struct Schema {
     // (shared: compiled graphs keep a copy of the schema).
     title: Option<Arc<str>>,
     json: Arc<Vec<(Arc<str>, serde_json::Value)>>,
+    // Whether no key is required in the JSON schemas (a `TypedDict` with
+    // `total=False`).
+    partial: bool,
 }
 
 impl fmt::Debug for Schema {
@@ -95,6 +98,20 @@ impl Schema {
         json.retain(|(k, _)| **k != *key);
         json.push((Arc::from(key), schema));
         self
+    }
+
+    /// Marks every key optional in the graph's JSON schemas, as a Python
+    /// `TypedDict` declared with `total=False` (by default every key is
+    /// required, as a `TypedDict`'s are).
+    #[must_use]
+    pub fn partial(mut self) -> Self {
+        self.partial = true;
+        self
+    }
+
+    /// Whether the JSON schemas require no key (see [`Schema::partial`]).
+    pub fn is_partial(&self) -> bool {
+        self.partial
     }
 
     /// The state's title in JSON schemas, if named.

@@ -23,14 +23,21 @@ pub(crate) struct StructOptions {
     pub(crate) root: Path,
     /// serde's `rename_all`, applied to fields without their own `rename`.
     pub(crate) rename_all: Option<RenameRule>,
+    /// `#[state(partial)]`: no key required in the JSON schemas.
+    pub(crate) partial: bool,
 }
 
-/// Reads `#[state(crate = "path")]` and `#[serde(rename_all = "...")]`.
+/// Reads `#[state(crate = "path")]`, `#[state(partial)]` and
+/// `#[serde(rename_all = "...")]`.
 pub(crate) fn struct_options(attrs: &[Attribute]) -> syn::Result<StructOptions> {
     let mut root = None;
+    let mut partial = false;
     for attr in attrs.iter().filter(|a| a.path().is_ident("state")) {
         attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("crate") {
+            if meta.path.is_ident("partial") {
+                partial = true;
+                Ok(())
+            } else if meta.path.is_ident("crate") {
                 if root.is_some() {
                     return Err(meta.error("duplicate `crate` option"));
                 }
@@ -42,11 +49,11 @@ pub(crate) fn struct_options(attrs: &[Attribute]) -> syn::Result<StructOptions> 
                 || meta.path.is_ident("accumulate")
             {
                 Err(meta.error(
-                    "this `state` option belongs on a field; on the struct only `crate = \"path\"` is accepted",
+                    "this `state` option belongs on a field; on the struct only `crate = \"path\"` and `partial` are accepted",
                 ))
             } else {
                 Err(meta.error(
-                    "unknown `state` option on the struct; expected `crate = \"path\"`",
+                    "unknown `state` option on the struct; expected `crate = \"path\"` or `partial`",
                 ))
             }
         })?;
@@ -66,6 +73,7 @@ pub(crate) fn struct_options(attrs: &[Attribute]) -> syn::Result<StructOptions> 
     Ok(StructOptions {
         root: root.unwrap_or_else(|| crate::root::GRAPH.path()),
         rename_all,
+        partial,
     })
 }
 

@@ -49,7 +49,7 @@ pub(crate) fn derive_state(input: &DeriveInput) -> syn::Result<TokenStream> {
     if let Some(errors) = errors {
         return Err(errors);
     }
-    Ok(generate(input, &options.root, &specs))
+    Ok(generate(input, &options.root, options.partial, &specs))
 }
 
 fn named_fields(input: &DeriveInput) -> syn::Result<&FieldsNamed> {
@@ -145,13 +145,19 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> TokenStream {
+fn generate(
+    input: &DeriveInput,
+    root: &syn::Path,
+    partial: bool,
+    specs: &[FieldSpec],
+) -> TokenStream {
     let name = &input.ident;
     let vis = &input.vis;
     let p = quote!(#root::__private);
     let update = format_ident!("{}Update", name);
     let view = format_ident!("{}View", name);
     let name_text = name.to_string();
+    let partial = partial.then(|| quote!(.partial()));
 
     let idents: Vec<_> = specs.iter().map(|s| &s.ident).collect();
     let types: Vec<_> = specs.iter().map(|s| &s.ty).collect();
@@ -357,6 +363,7 @@ fn generate(input: &DeriveInput, root: &syn::Path, specs: &[FieldSpec]) -> Token
                 use #p::{ViaAnyValue as _, ViaJsonSchema as _};
                 #p::Schema::new()
                     .titled(#name_text)
+                    #partial
                     #( .key(#keys, #channels) )*
                     #( .describe(#keys, (&&#p::SchemaOf::<#types>::new()).field_schema()) )*
             }

@@ -42,6 +42,9 @@ use proc_macro::TokenStream;
 /// - `#[state(crate = "path")]`: the path of the graph crate in the generated
 ///   code, for crates that reach it through a re-export of their own (by
 ///   default it is found in `Cargo.toml`, see above).
+/// - `#[state(partial)]`: no key is required in the graph's JSON schemas,
+///   as with a Python `TypedDict` declared `total=False` (by default every
+///   key is, as a `TypedDict`'s are).
 /// - `#[serde(rename_all = "...")]` and a field's `#[serde(rename = "...")]`
 ///   decide the key names, so the state's JSON form and its keys agree.
 ///

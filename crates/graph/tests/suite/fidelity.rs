@@ -516,6 +516,20 @@ async fn graph_jsonschemas() {
     assert_eq!(narrow.context_jsonschema(), None);
     assert!(expected["no_context"].is_null());
 
+    // `#[state(partial)]`: a `TypedDict` with `total=False`, which pydantic
+    // writes without `required`.
+    #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    #[state(partial)]
+    struct Loose {
+        name: String,
+        count: i64,
+    }
+    let loose = build(StateGraph::typed::<Loose>());
+    for schema in [loose.input_jsonschema(), loose.output_jsonschema()] {
+        assert_eq!(schema.get("required"), None, "{schema}");
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+    }
+
     // A dynamic schema: any value per key unless described.
     let dynamic = build(StateGraph::new(
         Schema::new()
