@@ -114,7 +114,11 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
     let python = venv(root, &suite.join("requirements.lock"))?;
     let js = root.join(JS_CHECK);
     let browser = root.join(BROWSER);
-    for folder in JS_SDKS.iter().map(|sdk| js.join(sdk)).chain([browser.clone()]) {
+    for folder in JS_SDKS
+        .iter()
+        .map(|sdk| js.join(sdk))
+        .chain([browser.clone()])
+    {
         super::step({
             let mut cmd = Command::new("npm");
             cmd.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
@@ -148,17 +152,17 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
                 "the JS SDK check",
             )?;
         }
-        println!(
-            "\n==> useStream in Chromium against {} ({url})",
-            served.url
-        );
+        println!("\n==> useStream in Chromium against {} ({url})", served.url);
         let backend = url.split(':').next().unwrap_or("memory");
         check(
             Command::new("node")
                 .arg("run.mjs")
                 .current_dir(&browser)
                 .env("STATEGRAPH_SERVER_URL", &served.url)
-                .env("STATEGRAPH_BROWSER_OUT", dir.join(format!("browser-{backend}"))),
+                .env(
+                    "STATEGRAPH_BROWSER_OUT",
+                    dir.join(format!("browser-{backend}")),
+                ),
             "the browser check",
         )?;
         drop(served);

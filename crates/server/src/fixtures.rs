@@ -16,7 +16,10 @@ use stategraph::store::Store;
 
 /// The fixtures' state: `messages` merged with `add_messages`, `count`
 /// and `approved` set by nodes.
+/// As the Python fixture's `TypedDict`s (`total=False`), no key is
+/// required in its JSON schemas.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+#[state(partial)]
 pub struct Fixture {
     /// The conversation.
     #[state(reducer = stategraph::llm::add_messages)]

@@ -72,7 +72,8 @@ impl ServerBuilder {
             repository,
             saver,
             store,
-        } = Storage::open(&self.settings.database.url).await?;
+            sweeper,
+        } = Storage::open(&self.settings.database.url, &self.settings.store).await?;
         // One system assistant per graph, made the first time a server
         // serves that graph on this database (API.md 1.3).
         let now = chrono::Utc::now();
@@ -110,6 +111,7 @@ impl ServerBuilder {
                 repository,
                 saver,
                 store,
+                _sweeper: sweeper,
                 runs,
             }),
         })
@@ -129,6 +131,8 @@ pub(crate) struct Core {
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
     pub(crate) store: SharedStore,
+    /// Deletes expired store items while the server lives.
+    _sweeper: stategraph::store::Sweeper,
     pub(crate) runs: Arc<RunManager>,
 }
 

@@ -24,6 +24,44 @@ pub struct Settings {
     pub streams: StreamSettings,
     /// The cron scheduler.
     pub crons: CronSettings,
+    /// The store's expiry (`langgraph.json`'s `store.ttl`).
+    pub store: StoreSettings,
+}
+
+/// The store's expiry: items put with a `ttl` (minutes) expire, and a
+/// sweeper deletes expired ones.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct StoreSettings {
+    /// The TTL of items put without one (default none: they never expire).
+    pub default_ttl_minutes: Option<f64>,
+    /// Whether reading an item (get, search with `refresh_ttl`) extends
+    /// its TTL (default `true`).
+    pub refresh_on_read: bool,
+    /// How often expired items are deleted (default 5 minutes).
+    pub sweep_interval_minutes: f64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            default_ttl_minutes: None,
+            refresh_on_read: true,
+            sweep_interval_minutes: 5.0,
+        }
+    }
+}
+
+impl StoreSettings {
+    /// The store options these settings give.
+    pub(crate) fn options(&self) -> stategraph::store::StoreOptions {
+        let mut ttl = stategraph::store::TtlConfig::default();
+        ttl.default_ttl = self.default_ttl_minutes;
+        ttl.refresh_on_read = self.refresh_on_read;
+        ttl.sweep_interval_minutes = Some(self.sweep_interval_minutes);
+        stategraph::store::StoreOptions::new().with_ttl(ttl)
+    }
 }
 
 /// The cron scheduler.

@@ -77,6 +77,9 @@ fn store_error(err: StoreError) -> ApiError {
         StoreError::Backend { .. } | StoreError::Timeout { .. } | StoreError::Embedding(_) => {
             ApiError::internal(&err)
         }
+        // LangGraph's `InvalidNamespaceError` is a `ValueError`: 400 with
+        // LangGraph's wording.
+        StoreError::InvalidNamespace { reason, .. } => ApiError::bad_request(reason),
         other => ApiError::invalid(other.to_string()),
     }
 }
@@ -233,6 +236,11 @@ async fn delete_item(
     let fields = json!({"namespace": labels, "key": key});
     let (labels, _, _) = authorized(&state, &caller, Action::Delete, fields, "namespace").await?;
     let labels = namespace(labels.unwrap_or_default())?;
+    // No item lives under no namespace: nothing to delete (the official
+    // server answers 204 too).
+    if labels.is_empty() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     state
         .store
         .put_op(PutOp::delete(labels, key))

@@ -5,6 +5,7 @@
 mod memory;
 mod postgres;
 mod sqlite;
+mod stamped;
 
 use futures::future::BoxFuture;
 
@@ -24,10 +25,13 @@ pub(crate) struct Storage {
     pub(crate) repository: std::sync::Arc<dyn Repository>,
     pub(crate) saver: stategraph::checkpoint::SharedSaver,
     pub(crate) store: stategraph::store::SharedStore,
+    /// Deletes the store's expired items while the storage is open.
+    pub(crate) sweeper: stategraph::store::Sweeper,
 }
 
 impl Storage {
-    /// Opens the storage `url` names: `memory`, `sqlite://PATH` (one file
+    /// Opens the storage `url` names (its saver stamps each checkpoint's
+    /// thread into its metadata, as LangGraph Server's does): `memory`, `sqlite://PATH` (one file
     /// for records, checkpoints and store items; created if needed), or
     /// `postgres://...` (one database and pool for all three; migrated).
     ///
@@ -35,7 +39,19 @@ impl Storage {
     /// [`Error::Database`](crate::Error::Database) when the file cannot be
     /// opened or migrated; [`Error::Unsupported`](crate::Error::Unsupported)
     /// for another kind of URL.
-    pub(crate) async fn open(url: &str) -> std::result::Result<Self, crate::Error> {
+    pub(crate) async fn open(
+        url: &str,
+        store: &crate::settings::StoreSettings,
+    ) -> std::result::Result<Self, crate::Error> {
+        let mut storage = Self::open_backend(url, store.options()).await?;
+        storage.saver = std::sync::Arc::new(stamped::ThreadStamped(storage.saver));
+        Ok(storage)
+    }
+
+    async fn open_backend(
+        url: &str,
+        options: stategraph::store::StoreOptions,
+    ) -> std::result::Result<Self, crate::Error> {
         use std::sync::Arc;
 
         use stategraph::checkpoint::InMemorySaver;
@@ -43,10 +59,12 @@ impl Storage {
         use stategraph::store::InMemoryStore;
 
         if url == "memory" {
+            let store = InMemoryStore::new().with_options(options);
             return Ok(Self {
                 repository: Arc::new(MemoryRepository::default()),
                 saver: Arc::new(InMemorySaver::new()),
-                store: Arc::new(InMemoryStore::new()),
+                sweeper: store.start_sweeper(),
+                store: Arc::new(store),
             });
         }
         let database = |message: String| crate::Error::Database {
@@ -62,11 +80,12 @@ impl Storage {
             }
             let path = std::path::Path::new(path);
             let saver = SqliteSaver::open(path).map_err(|err| database(err.to_string()))?;
-            let store = SqliteStore::from_saver(&saver);
+            let store = SqliteStore::from_saver(&saver).with_options(options);
             let repository = SqliteRepository::open(path).map_err(|err| database(err.0))?;
             return Ok(Self {
                 repository: Arc::new(repository),
                 saver: Arc::new(saver),
+                sweeper: store.start_sweeper(),
                 store: Arc::new(store),
             });
         }
@@ -81,13 +100,14 @@ impl Storage {
                 .setup()
                 .await
                 .map_err(|err| database(err.to_string()))?;
-            let store = PostgresStore::from_pool(pool.clone());
+            let store = PostgresStore::from_pool(pool.clone()).with_options(options);
             let repository = PostgresRepository::open(pool)
                 .await
                 .map_err(|err| database(err.0))?;
             return Ok(Self {
                 repository: Arc::new(repository),
                 saver: Arc::new(saver),
+                sweeper: store.start_sweeper(),
                 store: Arc::new(store),
             });
         }

@@ -71,6 +71,43 @@ async fn items_are_put_read_searched_listed_and_deleted() {
 }
 
 #[tokio::test]
+async fn an_item_put_with_a_ttl_expires() {
+    let mut settings = on_a_free_port();
+    // Sweep every 60 ms.
+    settings.store.sweep_interval_minutes = 0.001;
+    let address = start_fixtures(settings).await;
+    // A TTL of 60 ms.
+    let put = request(
+        address,
+        "PUT /store/items HTTP/1.1\r\nContent-Type: application/json",
+        &json!({"namespace": ["short"], "key": "k", "value": {"v": 1}, "ttl": 0.001}).to_string(),
+    )
+    .await;
+    assert_eq!(put.status, 204, "{}", put.body);
+    let kept = request(
+        address,
+        "PUT /store/items HTTP/1.1\r\nContent-Type: application/json",
+        &json!({"namespace": ["short"], "key": "forever", "value": {"v": 2}}).to_string(),
+    )
+    .await;
+    assert_eq!(kept.status, 204);
+    for _ in 0..100 {
+        let gone = call(
+            address,
+            "GET /store/items?namespace=short&key=k&refresh_ttl=false",
+        )
+        .await;
+        if gone.json().is_null() {
+            let forever = call(address, "GET /store/items?namespace=short&key=forever").await;
+            assert_eq!(forever.json()["value"], json!({"v": 2}));
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the item never expired");
+}
+
+#[tokio::test]
 async fn what_a_graph_writes_is_in_the_store() {
     let address = start_fixtures(on_a_free_port()).await;
     let thread = new_thread(address).await;
@@ -136,13 +173,29 @@ async fn bad_store_requests_get_the_official_answers() {
         &json!({"namespace": ["langgraph", "x"], "key": "k", "value": {}}).to_string(),
     )
     .await;
-    assert_eq!(reserved.status, 422, "{}", reserved.body);
-    let ttl = request(
+    assert_eq!(
+        (reserved.status, reserved.json()),
+        (
+            400,
+            json!({"detail": "Root label for namespace cannot be \"langgraph\"."})
+        ),
+        "LangGraph's InvalidNamespaceError, a ValueError: 400"
+    );
+    let empty = request(
         address,
         "PUT /store/items HTTP/1.1\r\nContent-Type: application/json",
-        &json!({"namespace": ["a"], "key": "k", "value": {}, "ttl": 5}).to_string(),
+        &json!({"namespace": [], "key": "k", "value": {}}).to_string(),
     )
     .await;
-    assert_eq!(ttl.status, 422, "no TTL configured: refused, not ignored");
-    assert!(ttl.body.contains("TTL"), "{}", ttl.body);
+    assert_eq!(
+        (empty.status, empty.json()),
+        (400, json!({"detail": "Namespace cannot be empty."}))
+    );
+    let delete_empty = request(
+        address,
+        "DELETE /store/items HTTP/1.1\r\nContent-Type: application/json",
+        &json!({"namespace": [], "key": "k"}).to_string(),
+    )
+    .await;
+    assert_eq!(delete_empty.status, 204);
 }
