@@ -21,7 +21,7 @@ pub use saver::{
 };
 pub use types::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource,
-    CheckpointTuple, PendingWrite, special, write_index,
+    CheckpointTuple, EXCLUDED_METADATA_KEYS, PendingWrite, special, write_index,
 };
 pub use version::ChannelVersion;
 

@@ -181,9 +181,10 @@ impl<'de> Deserialize<'de> for CheckpointMetadata {
     }
 }
 
-// Configurable keys that never become metadata: they identify the checkpoint or
-// are per-task runtime bookkeeping.
-const EXCLUDED_CONFIG_KEYS: &[&str] = &[
+/// Keys that never become checkpoint metadata (LangGraph's
+/// `EXCLUDED_METADATA_KEYS`): they identify the checkpoint or are per-task
+/// runtime bookkeeping.
+pub const EXCLUDED_METADATA_KEYS: &[&str] = &[
     "thread_id",
     "checkpoint_id",
     "checkpoint_ns",
@@ -248,7 +249,8 @@ impl CheckpointMetadata {
                     | serde_json::Value::Number(_)
                     | serde_json::Value::Bool(_)
             );
-            if !primitive || key.starts_with("__") || EXCLUDED_CONFIG_KEYS.contains(&key.as_str()) {
+            if !primitive || key.starts_with("__") || EXCLUDED_METADATA_KEYS.contains(&key.as_str())
+            {
                 continue;
             }
             if key == "run_id" {

@@ -221,3 +221,52 @@ fn strip_checkpoint_map(value: &mut Json) {
         _ => {}
     }
 }
+
+/// LangGraph 1.2.22 (observed with `stream_mode=["checkpoints", "debug",
+/// "tasks"]` and a config with `configurable={"thread_id", "foo"}`,
+/// `metadata={"md": 1}`, `tags=["a"]`): a checkpoint event's config shows
+/// the run's whole configurable and its metadata only the checkpoint's own
+/// (`source`, `step`, `parents`: the run's metadata is merged when saved,
+/// not shown); a task-start event carries the run's metadata and tags; a
+/// debug timestamp ends in `+00:00`.
+#[tokio::test]
+async fn checkpoint_and_task_events_show_the_runs_config_as_langgraph() {
+    let mut cfg = RunnableConfig::thread("cfg-events").with_configurable("foo", json!("bar"));
+    cfg.metadata.insert("md".into(), json!(1));
+    cfg.tags = vec!["a".into()];
+    let streamed = support::stream(
+        &saved_app(),
+        json!({"log": []}),
+        &cfg,
+        StreamMode::Checkpoints | StreamMode::Tasks | StreamMode::Debug,
+    )
+    .await;
+    assert!(streamed.error.is_none(), "{:?}", streamed.error);
+    let tagged = streamed.tagged();
+    let chunks = tagged.as_array().unwrap();
+    let of = |mode: &str| -> Vec<&Json> {
+        chunks
+            .iter()
+            .filter(|pair| pair[0] == mode)
+            .map(|pair| &pair[1])
+            .collect()
+    };
+    let checkpoints = of("checkpoints");
+    assert!(!checkpoints.is_empty());
+    for checkpoint in &checkpoints {
+        let configurable = &checkpoint["config"]["configurable"];
+        assert_eq!(configurable["foo"], "bar", "{checkpoint}");
+        assert_eq!(configurable["thread_id"], "cfg-events");
+        let mut keys: Vec<&String> = checkpoint["metadata"].as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["parents", "source", "step"], "{checkpoint}");
+    }
+    let started = of("tasks")
+        .into_iter()
+        .find(|event| event.get("input").is_some())
+        .unwrap();
+    assert_eq!(started["metadata"], json!({"md": 1, "tags": ["a"]}));
+    let debug = of("debug");
+    let timestamp = debug[0]["timestamp"].as_str().unwrap();
+    assert!(timestamp.ends_with("+00:00"), "{timestamp}");
+}

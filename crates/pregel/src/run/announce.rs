@@ -2,40 +2,40 @@
 //! checkpoint event, sent once the tasks that follow it are known.
 
 use stategraph_checkpoint::CheckpointConfig;
-use stategraph_core::{CheckpointId, Value};
+use stategraph_core::Value;
 
 use super::pregel_loop::PregelLoop;
 use super::task::{Task, TaskPath};
 use crate::chunk::StreamMode;
 use crate::graph::CompiledGraph;
 
-/// A checkpoint config as LangGraph shows it: `{"configurable": {..}}`.
-pub(super) struct ConfigShown<'a>(&'a CheckpointConfig);
-
-impl serde::Serialize for ConfigShown<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        struct Configurable<'a> {
-            checkpoint_ns: &'a str,
-            thread_id: &'a str,
-            checkpoint_id: Option<&'a str>,
-        }
-        #[derive(serde::Serialize)]
-        struct Shown<'a> {
-            configurable: Configurable<'a>,
-        }
-        Shown {
-            configurable: Configurable {
-                checkpoint_ns: &self.0.checkpoint_ns,
-                thread_id: &self.0.thread_id,
-                checkpoint_id: self.0.checkpoint_id.as_ref().map(CheckpointId::as_str),
-            },
-        }
-        .serialize(serializer)
+/// A checkpoint config as LangGraph shows it: `{"configurable": {..}}`
+/// with the checkpoint's namespace, thread and id and the run's other
+/// configurable values (`extra`).
+fn config_shown(
+    config: &CheckpointConfig,
+    extra: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    use serde_json::Value as Json;
+    let mut configurable = serde_json::Map::new();
+    configurable.insert(
+        "checkpoint_ns".into(),
+        Json::String(config.checkpoint_ns.clone()),
+    );
+    configurable.insert("thread_id".into(), Json::String(config.thread_id.clone()));
+    for (key, value) in extra {
+        configurable
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
     }
+    configurable.insert(
+        "checkpoint_id".into(),
+        config
+            .checkpoint_id
+            .as_ref()
+            .map_or(Json::Null, |id| Json::String(id.to_string())),
+    );
+    serde_json::json!({ "configurable": configurable })
 }
 
 /// The payload of a `checkpoints` chunk (and of a `debug` checkpoint event).
@@ -78,9 +78,8 @@ impl PregelLoop {
                 serde_json::json!({"id": id, "name": &**name, "interrupts": [], "state": state})
             })
             .collect();
-        let to_json = |config: &CheckpointConfig| {
-            serde_json::to_value(ConfigShown(config)).unwrap_or(serde_json::Value::Null)
-        };
+        let extra = &self.run.config.configurable.extra;
+        let to_json = |config: &CheckpointConfig| config_shown(config, extra);
         let event = Value::new(CheckpointEvent {
             config: to_json(&announced.config),
             parent_config: announced.parent.as_ref().map(to_json),

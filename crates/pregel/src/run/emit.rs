@@ -69,7 +69,27 @@ impl PregelLoop {
         }
     }
 
-    /// `{id, name, input, triggers}` for a task about to run.
+    /// The metadata a task event carries (LangGraph's `map_debug_tasks`):
+    /// the run's, without the keys that name the checkpoint or the task,
+    /// and its tags other than `seq:step:*`; `None` when that is nothing.
+    fn task_event_metadata(&self) -> Option<stategraph_core::JsonMap> {
+        let config = &self.run.config;
+        let mut metadata = crate::context::propagated_metadata(config);
+        metadata.retain(|key, _| {
+            !stategraph_checkpoint::EXCLUDED_METADATA_KEYS.contains(&key.as_str())
+        });
+        let tags: Vec<&String> = config
+            .tags
+            .iter()
+            .filter(|tag| !tag.starts_with("seq:step"))
+            .collect();
+        if !tags.is_empty() {
+            metadata.insert("tags".into(), serde_json::json!(tags));
+        }
+        (!metadata.is_empty()).then_some(metadata)
+    }
+
+    /// `{id, name, input, triggers, metadata?}` for a task about to run.
     pub(super) fn emit_task_start(&self, task: &Task) {
         let node = &self.graph.nodes[task.node];
         if node.hidden {
@@ -78,11 +98,13 @@ impl PregelLoop {
         let triggers = self.task_triggers(task);
         let id = self.task_id(task);
         let name = self.graph.shape.node_name(task.node).clone();
+        let metadata = self.task_event_metadata();
         self.emit_task_event("task", |_| TaskStart {
             id: id.clone(),
             name: name.clone(),
             input: task.input.clone().unwrap_or_else(Value::null),
             triggers: triggers.clone(),
+            metadata: metadata.clone(),
         });
     }
 
@@ -308,7 +330,7 @@ pub(super) fn debug_event<P: Serialize + std::marker::Send + Sync + 'static>(
 ) -> Value {
     Value::new(DebugEvent {
         step,
-        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, false),
         kind,
         payload,
     })

@@ -148,7 +148,7 @@ impl PregelLoop {
         };
         let announce = self.run.wants(StreamMode::Checkpoints) || self.run.wants(StreamMode::Debug);
         if durability == Durability::Exit {
-            let metadata = announce.then(|| self.metadata(source, self.step));
+            let metadata = announce.then(|| self.own_metadata(source, self.step));
             if let Some(persist) = self.persist.as_mut() {
                 let id = persist.next_id(persist.current.as_ref());
                 let parent = persist.current.replace(id.clone());
@@ -184,7 +184,7 @@ impl PregelLoop {
                 persist,
                 checkpoint.id.clone(),
                 parent,
-                &metadata,
+                &self.own_metadata(source, self.step),
             ));
         }
         let new_versions = self.new_versions();
@@ -202,11 +202,10 @@ impl PregelLoop {
         }
     }
 
-    /// A checkpoint's metadata: its source and step, the run's metadata,
-    /// and the parent checkpoints of a subgraph run.
-    pub(super) fn metadata(&self, source: CheckpointSource, step: i64) -> CheckpointMetadata {
-        let mut metadata =
-            CheckpointMetadata::new(source, step).merged_with_config(&self.run.config);
+    /// A checkpoint's own metadata: its source and step, and the parent
+    /// checkpoints of a subgraph run (what `checkpoints` chunks show).
+    pub(super) fn own_metadata(&self, source: CheckpointSource, step: i64) -> CheckpointMetadata {
+        let mut metadata = CheckpointMetadata::new(source, step);
         match (&self.run.scope, &self.loaded) {
             (Some(scope), _) => metadata.parents.clone_from(&scope.parents),
             // A state update: the parents of the checkpoint it builds on.
@@ -214,6 +213,13 @@ impl PregelLoop {
             (None, None) => {}
         }
         metadata
+    }
+
+    /// What a checkpoint is saved with: its own metadata and the run's
+    /// (LangGraph's `get_checkpoint_metadata`).
+    pub(super) fn metadata(&self, source: CheckpointSource, step: i64) -> CheckpointMetadata {
+        self.own_metadata(source, step)
+            .merged_with_config(&self.run.config)
     }
 
     /// The sorted names of these channels (a checkpoint's updated channels).

@@ -143,6 +143,8 @@ pub(super) struct TaskStart {
     pub(super) name: Arc<str>,
     pub(super) input: Value,
     pub(super) triggers: Vec<Arc<str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) metadata: Option<stategraph_core::JsonMap>,
 }
 
 /// A `tasks` chunk for a finished (or failed) task.
