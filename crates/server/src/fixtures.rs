@@ -46,7 +46,7 @@ pub fn hitl() -> Result<CompiledStateGraph, GraphError> {
         // official server): clients find where a message first appeared by
         // its id, so two branches must not share one.
         let reply = AiMessage::new("Hello from the fake model")
-            .with_id(format!("lc_run--{}", uuid::Uuid::now_v7()));
+            .with_id(format!("lc_run--{}-0", uuid::Uuid::now_v7()));
         let model = FakeStreamingModel::new([reply]);
         let reply = model
             .invoke(&state.messages, &CallOptions::default())
