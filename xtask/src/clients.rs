@@ -7,7 +7,9 @@
 //! `target/server-clients/browser-<backend>`); on the persistent
 //! backends, the failure-injection script (Layer 6) kills a server with
 //! SIGKILL mid-run and cuts a stream. The server is started with `--port
-//! 0` and stopped at the end of each pass, whatever happens.
+//! 0` and stopped at the end of each pass, whatever happens. Last, the
+//! differential run (Layer 3) compares it with the official server, pinned
+//! in its own venv.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,6 +22,9 @@ const PYTHON_SUITE: &str = "crates/server/tests/clients/python";
 /// The failure-injection script (Layer 6): a server killed mid-run, a
 /// stream cut mid-run.
 const FAILURES: &str = "crates/server/tests/clients/failure/kill_restart.py";
+/// The differential run against the official server (Layer 3), its lock
+/// file (the official server, pinned) and its allow-list.
+const DIFF: &str = "crates/server/tests/clients/diff";
 /// The JS check, and a folder per pinned SDK version with its lock file.
 const JS_CHECK: &str = "crates/server/tests/clients/js";
 const JS_SDKS: [&str; 2] = ["sdk-1.15.0", "sdk-2.0.0"];
@@ -72,10 +77,10 @@ fn serve(root: &Path, args: &[&str]) -> Result<Served> {
     Ok(served)
 }
 
-/// A venv with exactly the lock file's packages (made again when the lock
-/// changes).
-fn venv(root: &Path, lock: &Path) -> Result<PathBuf> {
-    let dir = root.join("target/server-clients/venv");
+/// A venv named `name` with exactly the lock file's packages (made again
+/// when the lock changes).
+fn venv(root: &Path, name: &str, lock: &Path) -> Result<PathBuf> {
+    let dir = root.join("target/server-clients").join(name);
     let python = dir.join("bin/python");
     let stamp = dir.join("lock.txt");
     let wanted =
@@ -111,7 +116,7 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
         cmd
     })?;
     let suite = root.join(PYTHON_SUITE);
-    let python = venv(root, &suite.join("requirements.lock"))?;
+    let python = venv(root, "venv", &suite.join("requirements.lock"))?;
     let js = root.join(JS_CHECK);
     let browser = root.join(BROWSER);
     for folder in JS_SDKS
@@ -177,6 +182,7 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
             )?;
         }
     }
+    differential(root)?;
     for suffix in ["", "-wal", "-shm"] {
         let mut path = database.clone().into_os_string();
         path.push(suffix);
@@ -184,6 +190,28 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
         let _ = std::fs::remove_file(path);
     }
     Ok(())
+}
+
+/// Layer 3: the same scripted exchanges against the official server
+/// (`langgraph dev` from the pinned lock) and `examples/server`, compared
+/// structurally; a difference `allow.toml` does not explain fails. The
+/// report goes to `target/server-clients/server-diff.md`.
+fn differential(root: &Path) -> Result<()> {
+    let diff = root.join(DIFF);
+    let python = venv(root, "diff-venv", &diff.join("requirements.lock"))?;
+    let langgraph = python.with_file_name("langgraph");
+    println!("\n==> the differential run against the official server");
+    check(
+        Command::new(&python)
+            .arg(diff.join("server_diff.py"))
+            .arg("--official")
+            .arg(&langgraph)
+            .arg("--ours")
+            .arg(root.join("target/debug/server"))
+            .arg("--report")
+            .arg(root.join("target/server-clients/server-diff.md")),
+        "the differential run (see target/server-clients/server-diff.md)",
+    )
 }
 
 /// Runs a client suite; its failure names it.

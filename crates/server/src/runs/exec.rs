@@ -188,14 +188,70 @@ fn event_name(chunk: &StreamChunk) -> String {
 }
 
 /// A chunk's data as the API shows it: messages in LangChain's dict form,
-/// interrupts with their `response_schema` slot.
+/// interrupts with their `response_schema` slot, debug checkpoints with
+/// their checkpoint addresses.
 fn api_json(chunk: &StreamChunk) -> Value {
     let mut json = chunk.to_json();
     crate::wire::langchain_messages(&mut json);
     if matches!(chunk.mode, StreamMode::Values | StreamMode::Updates) {
         json = with_response_schema(json);
     }
+    if chunk.mode == StreamMode::Debug
+        && json.get("type").and_then(Value::as_str) == Some("checkpoint")
+        && let Some(payload) = json.get_mut("payload")
+    {
+        addressed(payload);
+    }
     json
+}
+
+/// A debug checkpoint payload as LangGraph Server shows it: `checkpoint`
+/// and `parent_checkpoint` (`{checkpoint_id, thread_id, checkpoint_ns}`, or
+/// null) beside the configs, and each task's subgraph `state` config as its
+/// `checkpoint`.
+fn addressed(payload: &mut Value) {
+    let address = |config: Option<&Value>| {
+        let configurable = config?.get("configurable")?;
+        let thread_id = configurable.get("thread_id").filter(truthy_str)?;
+        let checkpoint_id = configurable.get("checkpoint_id").filter(truthy_str)?;
+        let mut address = serde_json::Map::new();
+        address.insert("checkpoint_id".into(), checkpoint_id.clone());
+        address.insert("thread_id".into(), thread_id.clone());
+        if let Some(ns) = configurable.get("checkpoint_ns") {
+            let ns = if ns.is_null() {
+                Value::String(String::new())
+            } else {
+                ns.clone()
+            };
+            address.insert("checkpoint_ns".into(), ns);
+        }
+        Some(Value::Object(address))
+    };
+    let Value::Object(fields) = payload else {
+        return;
+    };
+    let checkpoint = address(fields.get("config")).unwrap_or(Value::Null);
+    let parent = address(fields.get("parent_config")).unwrap_or(Value::Null);
+    fields.insert("checkpoint".into(), checkpoint);
+    fields.insert("parent_checkpoint".into(), parent);
+    if let Some(Value::Array(tasks)) = fields.get_mut("tasks") {
+        for task in tasks.iter_mut().filter_map(Value::as_object_mut) {
+            let configurable = task
+                .get("state")
+                .and_then(|state| state.get("configurable"))
+                .filter(|c| c.as_object().is_some_and(|c| !c.is_empty()))
+                .cloned();
+            if let Some(configurable) = configurable {
+                task.remove("state");
+                task.insert("checkpoint".into(), configurable);
+            }
+        }
+    }
+}
+
+/// A non-empty string.
+fn truthy_str(value: &&Value) -> bool {
+    value.as_str().is_some_and(|s| !s.is_empty())
 }
 
 /// Streams the run's graph into `outcome`. The run's record as it started,
@@ -291,6 +347,9 @@ async fn drive(
     };
     // `values` always, for the answer of `wait` and `join`.
     let modes = plan.modes.with(StreamMode::Values);
+    let mut legacy = plan
+        .legacy_messages
+        .then(crate::runs::legacy::LegacyMessages::default);
     let mut stream = graph.stream_with(plan.input, &plan.config, modes, plan.options);
     loop {
         tokio::select! {
@@ -306,7 +365,13 @@ async fn drive(
                     let taken = Outcome::takes(&chunk, plan.modes);
                     if shown || taken {
                         let json = api_json(&chunk);
-                        if shown {
+                        if shown && chunk.mode == StreamMode::Messages && let Some(legacy) = &mut legacy {
+                            // Legacy events carry no subgraph namespace.
+                            for (name, event) in legacy.events(json.clone()) {
+                                let data = serde_json::to_vec(&event).unwrap_or_else(|_| b"null".to_vec());
+                                publish(name, &data);
+                            }
+                        } else if shown {
                             let data = serde_json::to_vec(&json).unwrap_or_else(|_| b"null".to_vec());
                             publish(&event_name(&chunk), &data);
                         }

@@ -4,6 +4,7 @@
 
 pub(crate) mod events;
 pub(crate) mod exec;
+pub(crate) mod legacy;
 pub(crate) mod manager;
 pub(crate) mod request;
 

@@ -93,7 +93,10 @@ impl ModeName {
             Self::Debug => Some(StreamMode::Debug),
             Self::Tasks => Some(StreamMode::Tasks),
             Self::Checkpoints => Some(StreamMode::Checkpoints),
-            Self::Messages | Self::Events | Self::Tools | Self::Lifecycle => None,
+            // The legacy `messages` mode is the same stream, shown whole
+            // (see `runs::legacy`).
+            Self::Messages => Some(StreamMode::Messages),
+            Self::Events | Self::Tools | Self::Lifecycle => None,
         }
     }
 }
@@ -455,6 +458,10 @@ pub(crate) struct Plan {
     pub(crate) config: RunnableConfig,
     /// The modes the client asked for.
     pub(crate) modes: StreamModes,
+    /// Messages are shown in the legacy `messages` form (`messages/metadata`,
+    /// `messages/partial`, `messages/complete`): asked for without
+    /// `messages-tuple`.
+    pub(crate) legacy_messages: bool,
     pub(crate) options: RunOptions,
 }
 
@@ -532,10 +539,12 @@ impl Plan {
         if context_given {
             options = options.context_json(Value::Object(kwargs.context.clone()));
         }
+        let asked = |name: &str| kwargs.stream_mode.iter().any(|mode| mode == name);
         Ok(Self {
             input,
             config,
             modes,
+            legacy_messages: asked("messages") && !asked("messages-tuple"),
             options,
         })
     }
