@@ -33,7 +33,8 @@ const DEV_ANYWHERE: &[&str] = &["stategraph-conformance", "stategraph-llm"];
 /// Heavy external crates and the only workspace crates allowed to use them.
 const CONFINED: &[(&str, &[&str])] = &[
     ("axum", &["stategraph-server"]),
-    ("reqwest", &["stategraph-openai"]),
+    // The server calls webhooks.
+    ("reqwest", &["stategraph-openai", "stategraph-server"]),
     // The server keeps its own records in the SQLite file of its saver.
     (
         "rusqlite",

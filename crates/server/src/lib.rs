@@ -14,6 +14,7 @@ mod server;
 mod settings;
 mod state;
 mod threads;
+mod webhooks;
 mod wire;
 
 pub use error::Error;

@@ -108,6 +108,7 @@ impl ServerBuilder {
                 settings: self.settings,
                 graphs,
                 auth: self.auth,
+                http: reqwest::Client::new(),
                 repository,
                 saver,
                 store,
@@ -128,6 +129,8 @@ pub(crate) struct Core {
     pub(crate) graphs: Vec<(String, CompiledStateGraph)>,
     /// Who may call, and do what; `None`: anyone, anything.
     pub(crate) auth: Option<Arc<dyn DynAuth>>,
+    /// The client webhooks are called with.
+    pub(crate) http: reqwest::Client,
     pub(crate) repository: Arc<dyn Repository>,
     pub(crate) saver: SharedSaver,
     pub(crate) store: SharedStore,

@@ -26,6 +26,42 @@ pub struct Settings {
     pub crons: CronSettings,
     /// The store's expiry (`langgraph.json`'s `store.ttl`).
     pub store: StoreSettings,
+    /// Which webhook URLs runs may give (`langgraph.json`'s `webhooks.url`).
+    pub webhooks: WebhookSettings,
+}
+
+/// Which webhook URLs runs and crons may give; the official server's
+/// defaults.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WebhookSettings {
+    /// Whether loopback hosts (`localhost`, `127.0.0.1`, `::1`, names that
+    /// resolve to them) are allowed (default `false`).
+    pub allow_loopback: bool,
+    /// Whether URLs must be `https` (default `false`).
+    pub require_https: bool,
+    /// The hosts allowed (`*.example.com` for its subdomains); empty: any.
+    pub allowed_domains: Vec<String>,
+    /// The ports allowed; empty: any.
+    pub allowed_ports: Vec<u16>,
+    /// The longest URL taken (default 4096).
+    pub max_url_length: usize,
+    /// How long a call may take (default 10 seconds).
+    pub timeout_seconds: f64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            allow_loopback: false,
+            require_https: false,
+            allowed_domains: Vec::new(),
+            allowed_ports: Vec::new(),
+            max_url_length: 4096,
+            timeout_seconds: 10.0,
+        }
+    }
 }
 
 /// The store's expiry: items put with a `ttl` (minutes) expire, and a

@@ -80,8 +80,10 @@ async fn insert(
                 err.inner()
             ))
         })?;
-    if create.webhook.is_some() {
-        return Err(ApiError::unsupported("webhook"));
+    match &create.webhook {
+        None | Some(Value::Null) => {}
+        Some(Value::String(url)) => crate::webhooks::check(url, &state.settings.webhooks).await?,
+        Some(_) => return Err(ApiError::invalid("webhook must be a URL")),
     }
     let Some(named) = create.assistant_id.as_deref() else {
         return Err(ApiError::invalid("\"assistant_id\" is a required property"));
@@ -152,8 +154,10 @@ async fn patch(
         return Err(ApiError::not_found(format!("Cron '{id}' not found")));
     }
     let body: Map<String, Value> = parse_body(&body)?;
-    if body.get("webhook").is_some_and(|hook| !hook.is_null()) {
-        return Err(ApiError::unsupported("webhook"));
+    match body.get("webhook") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(url)) => crate::webhooks::check(url, &state.settings.webhooks).await?,
+        Some(_) => return Err(ApiError::invalid("webhook must be a URL")),
     }
     let patch = CronPatch::parse(body)?;
     match state

@@ -3,6 +3,7 @@
 mod assistants;
 mod caller;
 mod crons;
+pub(crate) mod openapi;
 mod runs;
 mod state;
 mod store;
@@ -36,6 +37,7 @@ pub(crate) fn router(state: ApiState) -> Router {
     Router::new()
         .route("/ok", get(ok))
         .route("/info", get(info))
+        .route("/openapi.json", get(openapi::openapi))
         .merge(assistants::routes())
         .merge(store::routes())
         .merge(crons::routes())

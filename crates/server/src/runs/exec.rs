@@ -32,6 +32,8 @@ struct Outcome {
     interrupts: Vec<Value>,
     error: Option<Value>,
     cancelled: bool,
+    /// When it started executing.
+    started_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Outcome {
@@ -270,6 +272,17 @@ async fn drive(
             live.events.publish(name, data);
         }
     };
+    // A delayed run (`after_seconds`) waits for its time, holding its
+    // thread but no execution permit; a cancel ends the wait.
+    if let Some(live) = live
+        && let Ok(wait) = (live.starts_at - chrono::Utc::now()).to_std()
+        && !wait.is_zero()
+    {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = cancel.cancelled() => {}
+        }
+    }
     let _permit = core.runs.permit().await;
     let mut run = match core.repository.get_run(thread_id, run_id).await {
         Ok(Some(run)) if run.status == RunStatus::Pending => run,
@@ -299,6 +312,7 @@ async fn drive(
     }
     run.status = RunStatus::Running;
     run.updated_at = chrono::Utc::now();
+    outcome.started_at = Some(run.updated_at);
     let metadata = &mut run.kwargs.config.metadata;
     // A run that started before (in a process that died) starts its next
     // attempt.
@@ -431,11 +445,12 @@ async fn finish(
         };
         run.updated_at = chrono::Utc::now();
         temporary = run.kwargs.temporary;
+        let webhook = run.kwargs.webhook.as_str().map(str::to_owned);
         let recorded = if rollback && outcome.cancelled {
             roll_back(core, &run).await
         } else {
             core.repository
-                .replace_run(run)
+                .replace_run(run.clone())
                 .await
                 .map(drop)
                 .map_err(|err| err.to_string())
@@ -446,6 +461,19 @@ async fn finish(
         if let Some(graph) = graph {
             let queued = !gate.pending.is_empty();
             thread = refresh_thread(core, &graph, thread_id, outcome.error.clone(), queued).await;
+        }
+        if let Some(url) = webhook {
+            let ended = crate::webhooks::Ended {
+                started_at: outcome.started_at,
+                values: thread.as_ref().and_then(|thread| thread.values().cloned()),
+                error: outcome.error.clone(),
+            };
+            crate::webhooks::send(
+                core.http.clone(),
+                core.settings.webhooks.clone(),
+                url,
+                crate::webhooks::payload(&run, &ended),
+            );
         }
     }
     let fallback = thread.clone();

@@ -52,6 +52,8 @@ pub(crate) struct RunManager {
 #[derive(Debug)]
 pub(crate) struct LiveRun {
     pub(crate) thread_id: String,
+    /// When it may start (`after_seconds` after it was asked for).
+    pub(crate) starts_at: chrono::DateTime<chrono::Utc>,
     /// Fired to cancel the run.
     pub(crate) cancel: CancellationToken,
     /// Its events, for SSE clients.
@@ -239,7 +241,11 @@ pub(crate) async fn check(
     let Some(assistant) = core.assistant(&assistant_id).await? else {
         return Err(ApiError::not_found("Thread or assistant not found."));
     };
-    request.check(assistant, stateless)
+    let request = request.check(assistant, stateless)?;
+    if let Some(url) = request.webhook() {
+        crate::webhooks::check(url, &core.settings.webhooks).await?;
+    }
+    Ok(request)
 }
 
 /// Accepts a run: on `thread_id` (created first when the request or a
@@ -407,6 +413,7 @@ fn go_live(core: &Core, run: &Run) -> Arc<LiveRun> {
     let streams = &core.settings.streams;
     let live = Arc::new(LiveRun {
         thread_id: run.thread_id.clone(),
+        starts_at: run.created_at,
         cancel: CancellationToken::new(),
         events: RunChannel::new(
             run.kwargs.resumable,

@@ -156,6 +156,8 @@ pub(crate) struct RunRequest {
     pub(crate) assistant: Assistant,
     /// Who asked for it (with auth): the run sees them in its config.
     pub(crate) user: Option<crate::auth::AuthUser>,
+    /// How long after it is asked for it may start.
+    after_seconds: f64,
     pub(crate) multitask_strategy: MultitaskStrategy,
     pub(crate) if_not_exists: IfNotExists,
     pub(crate) on_disconnect: OnDisconnect,
@@ -213,14 +215,19 @@ impl RunCreate {
             )));
         }
         let strategy = self.multitask_strategy.unwrap_or_default();
-        if self.webhook.is_some() {
-            return Err(ApiError::unsupported("webhook"));
-        }
+        let webhook = match self.webhook {
+            None | Some(Value::Null) => Value::Null,
+            Some(Value::String(url)) => Value::String(url),
+            Some(_) => return Err(ApiError::invalid("webhook must be a URL")),
+        };
         if self.feedback_keys.is_some() {
             return Err(ApiError::unsupported("feedback_keys"));
         }
-        if self.after_seconds.is_some_and(|seconds| seconds > 0.0) {
-            return Err(ApiError::unsupported("after_seconds"));
+        let after_seconds = self.after_seconds.unwrap_or(0.0);
+        if !after_seconds.is_finite() || !(0.0..=MAX_DELAY_SECONDS).contains(&after_seconds) {
+            return Err(ApiError::invalid(format!(
+                "after_seconds must be between 0 and {MAX_DELAY_SECONDS}, got {after_seconds}"
+            )));
         }
         for breakpoints in [&self.interrupt_before, &self.interrupt_after] {
             if let Some(Breakpoints::All(all)) = breakpoints
@@ -308,7 +315,7 @@ impl RunCreate {
             stream_mode: modes.iter().map(|m| m.as_str().to_owned()).collect(),
             interrupt_before: breakpoints(self.interrupt_before),
             interrupt_after: breakpoints(self.interrupt_after),
-            webhook: Value::Null,
+            webhook,
             feedback_keys: Value::Null,
             temporary,
             subgraphs: self.stream_subgraphs.unwrap_or(false),
@@ -319,6 +326,7 @@ impl RunCreate {
         Ok(RunRequest {
             assistant,
             user: None,
+            after_seconds,
             multitask_strategy: strategy,
             if_not_exists: self.if_not_exists.unwrap_or_default(),
             on_disconnect: self.on_disconnect.unwrap_or_default(),
@@ -326,6 +334,19 @@ impl RunCreate {
             kwargs,
         })
     }
+}
+
+/// The longest a run may be put off (`after_seconds`): a year.
+const MAX_DELAY_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// Seconds as the official server writes them: a whole number as an
+/// integer.
+fn seconds_value(seconds: f64) -> Value {
+    if seconds.fract() == 0.0 && seconds < 9.0e15 {
+        #[allow(clippy::cast_possible_truncation, reason = "whole and in range")]
+        return Value::from(seconds as i64);
+    }
+    Value::from(seconds)
 }
 
 /// Python's truthiness of a JSON value.
@@ -347,6 +368,11 @@ impl RunRequest {
         let mut metadata = self.kwargs.config.metadata.clone();
         metadata.extend(self.metadata.clone());
         metadata
+    }
+
+    /// The URL its result is POSTed to when it ends, if any.
+    pub(crate) fn webhook(&self) -> Option<&str> {
+        self.kwargs.webhook.as_str()
     }
 
     /// The config its thread keeps: the run's config keys other than
@@ -419,7 +445,7 @@ impl RunRequest {
                 "__request_start_time_ms__",
                 Value::from(now.timestamp_millis()),
             ),
-            ("__after_seconds__", Value::from(0)),
+            ("__after_seconds__", seconds_value(self.after_seconds)),
         ];
         for (key, value) in defaults {
             configurable.entry(key).or_insert(value);
@@ -437,6 +463,11 @@ impl RunRequest {
         );
         configurable.insert("user_id".into(), user_id);
         kwargs.config.metadata = metadata.clone();
+        // A delayed run is due (and listed) at the time it may start, as
+        // the official server records it.
+        let due = now
+            + chrono::Duration::from_std(std::time::Duration::from_secs_f64(self.after_seconds))
+                .unwrap_or_default();
         Run {
             run_id,
             thread_id: thread_id.to_owned(),
@@ -445,7 +476,7 @@ impl RunRequest {
             status: RunStatus::Pending,
             kwargs,
             multitask_strategy: self.multitask_strategy,
-            created_at: now,
+            created_at: due,
             updated_at: now,
             langsmith_session_name: None,
         }

@@ -265,3 +265,45 @@ async fn each_graph_has_a_system_assistant() {
         (422, json!({"detail": "Invalid JSON in request body"}))
     );
 }
+
+#[tokio::test]
+async fn openapi_lists_exactly_what_is_routed() {
+    let address = start(on_a_free_port()).await;
+    let document = request(address, "GET /openapi.json HTTP/1.1", "").await;
+    assert_eq!(document.status, 200);
+    let document = document.json();
+    assert_eq!(document["openapi"], "3.1.0");
+    let paths = document["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, methods) in paths {
+        for method in methods.as_object().unwrap().keys() {
+            operations += 1;
+            // Ids that are not UUIDs: a routed operation answers 422 (or
+            // serves), never the 404 or 405 of a missing route.
+            let concrete = path
+                .split('/')
+                .map(|segment| {
+                    if segment.starts_with('{') {
+                        "x"
+                    } else {
+                        segment
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            let head = format!(
+                "{} {concrete} HTTP/1.1\r\nContent-Type: application/json",
+                method.to_uppercase()
+            );
+            let answer = request(address, &head, "{}").await;
+            assert!(
+                answer.status != 404 && answer.status != 405,
+                "{method} {path} is listed but not routed: {} {}",
+                answer.status,
+                answer.body
+            );
+        }
+    }
+    assert!(operations > 50, "{operations}");
+    assert!(paths.contains_key("/threads/{thread_id}/runs/{run_id}/stream"));
+}

@@ -15,3 +15,4 @@ mod state;
 mod store;
 mod support;
 mod threads;
+mod webhooks;
