@@ -63,6 +63,11 @@ pub(crate) const OPERATIONS: &[(&str, &str, &str)] = &[
     ("patch", "/threads/{thread_id}", "Patch a thread's metadata"),
     ("delete", "/threads/{thread_id}", "Delete a thread"),
     ("post", "/threads/{thread_id}/copy", "Copy a thread"),
+    (
+        "get",
+        "/threads/{thread_id}/stream",
+        "Follow a thread's runs and updates",
+    ),
     ("get", "/threads/{thread_id}/state", "Get a thread's state"),
     (
         "post",

@@ -242,6 +242,17 @@ async fn update(
         .patch_thread(&thread.thread_id, patch)
         .await?;
     drop(gate);
+    if state.runs.thread_followed(&thread.thread_id) {
+        let event = serde_json::json!({
+            "state": ThreadState::of(&latest, false)?,
+            "thread_id": thread.thread_id,
+        });
+        state.runs.publish_to_thread(
+            &thread.thread_id,
+            "state_update",
+            event.to_string().as_bytes(),
+        );
+    }
     let address = serde_json::json!({
         "thread_id": written.thread_id,
         "checkpoint_ns": written.checkpoint_ns,

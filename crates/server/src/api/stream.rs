@@ -28,6 +28,7 @@ pub(super) fn routes() -> Router<ApiState> {
             get(join_stream),
         )
         .route("/runs/stream", post(stream_stateless))
+        .route("/threads/{thread_id}/stream", get(thread_stream))
 }
 
 /// The SSE comment the official server sends every heartbeat.
@@ -41,7 +42,7 @@ fn sse(
     events: Subscription,
     heartbeat: Duration,
     cancel: Option<Arc<LiveRun>>,
-    locations: [(&'static str, HeaderValue); 2],
+    locations: impl IntoIterator<Item = (&'static str, HeaderValue)>,
 ) -> Response {
     /// The body's state; cancels the run when dropped early, if asked.
     struct Feed {
@@ -171,4 +172,107 @@ async fn join_stream(
     };
     let events = Subscription { replay, live: None };
     Ok(sse(events, heartbeat, None, locations))
+}
+
+/// What a thread's stream shows (`?stream_modes=a,b`; `run_modes` when
+/// not given).
+#[derive(Clone, Copy, Debug, Default)]
+struct ThreadModes {
+    /// Every run's events.
+    run_modes: bool,
+    /// Each run's start and end `metadata` only.
+    lifecycle: bool,
+    /// `state_update` events of state updates.
+    state_update: bool,
+}
+
+impl ThreadModes {
+    /// From the query string.
+    ///
+    /// # Errors
+    /// 422 `Invalid stream mode: …` (the official text).
+    fn parse(query: Option<&str>) -> Result<Self, ApiError> {
+        let pairs = super::runs::query_pairs(query)?;
+        let Some((_, given)) = pairs.iter().find(|(key, _)| key == "stream_modes") else {
+            return Ok(Self {
+                run_modes: true,
+                ..Self::default()
+            });
+        };
+        let mut modes = Self::default();
+        for mode in given.split(',').map(str::trim) {
+            match mode {
+                "run_modes" => modes.run_modes = true,
+                "lifecycle" => modes.lifecycle = true,
+                "state_update" => modes.state_update = true,
+                other => return Err(ApiError::invalid(format!("Invalid stream mode: {other}"))),
+            }
+        }
+        Ok(modes)
+    }
+
+    /// Whether an event (its frame) is shown, as the official server
+    /// filters: runs' events for `run_modes`, updates for `state_update`,
+    /// a run's start and `run_done` metadata for `lifecycle`.
+    fn shows(self, frame: &[u8]) -> bool {
+        let Some((name, data)) = parse_frame(frame) else {
+            return false;
+        };
+        if self.run_modes && name != "state_update" {
+            return true;
+        }
+        if self.state_update && name == "state_update" {
+            return true;
+        }
+        if self.lifecycle && name == "metadata" {
+            let data: serde_json::Value = serde_json::from_slice(data).unwrap_or_default();
+            return data["status"] == "run_done"
+                || (data.get("attempt").is_some() && data.get("run_id").is_some());
+        }
+        false
+    }
+}
+
+/// The name and data of an SSE frame this server wrote.
+fn parse_frame(frame: &[u8]) -> Option<(&str, &[u8])> {
+    let rest = frame.strip_prefix(b"event: ")?;
+    let end = rest.iter().position(|b| *b == b'\r')?;
+    let name = std::str::from_utf8(&rest[..end]).ok()?;
+    let rest = rest[end..].strip_prefix(b"\r\ndata: ")?;
+    let end = rest.iter().position(|b| *b == b'\r')?;
+    Some((name, &rest[..end]))
+}
+
+/// `GET /threads/{id}/stream?stream_modes=`: follows a thread across its
+/// runs (API.md 7.8): each run's `metadata` and events, then `metadata
+/// {"status": "run_done"}`, and `state_update`s, every event with an id;
+/// heartbeats between. A reconnect gets the live tail (events are not kept
+/// per thread); the stream ends when the thread is deleted.
+async fn thread_stream(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(raw_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let thread_id = thread_id(&raw_id)?;
+    super::threads::find(&state, &caller, &thread_id, crate::auth::Action::Read).await?;
+    let modes = ThreadModes::parse(query.as_deref())?;
+    let buffer = state.settings.streams.subscriber_buffer_events;
+    let mut followed = state.runs.follow_thread(&thread_id, buffer);
+    // Only the frames the modes show reach the client.
+    let (sender, receiver) = tokio::sync::mpsc::channel(buffer.max(1));
+    if let Some(mut live) = followed.live.take() {
+        tokio::spawn(async move {
+            while let Some(frame) = live.recv().await {
+                if modes.shows(&frame) && sender.send(frame).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let events = Subscription {
+        replay: Vec::new(),
+        live: Some(receiver),
+    };
+    Ok(sse(events, state.settings.streams.heartbeat(), None, []))
 }

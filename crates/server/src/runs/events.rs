@@ -84,6 +84,8 @@ pub(crate) struct Subscription {
 #[derive(Debug)]
 pub(crate) struct RunChannel {
     resumable: bool,
+    /// Whether events get ids without being kept (a thread's stream).
+    ids: bool,
     buffer: usize,
     max_log_bytes: usize,
     inner: Mutex<Inner>,
@@ -105,10 +107,29 @@ impl RunChannel {
     pub(crate) fn new(resumable: bool, buffer: usize, max_log_bytes: usize) -> Self {
         Self {
             resumable,
+            ids: resumable,
             buffer: buffer.max(1),
             max_log_bytes,
             inner: Mutex::default(),
         }
+    }
+
+    /// A thread's stream: every event gets an id, none is kept (a
+    /// reconnect gets the live tail); each subscriber may fall `buffer`
+    /// events behind.
+    pub(crate) fn thread(buffer: usize) -> Self {
+        Self {
+            resumable: false,
+            ids: true,
+            buffer: buffer.max(1),
+            max_log_bytes: 0,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// Whether anyone listens.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        !self.inner().subscribers.is_empty()
     }
 
     /// Whether its events are kept for a replay.
@@ -129,7 +150,7 @@ impl RunChannel {
         if inner.closed {
             return;
         }
-        let id = self.resumable.then(|| {
+        let id = self.ids.then(|| {
             let now = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
             let id = EventId::next(inner.last_id, now);
             inner.last_id = Some(id);
@@ -139,7 +160,7 @@ impl RunChannel {
         inner
             .subscribers
             .retain(|subscriber| subscriber.try_send(frame.clone()).is_ok());
-        if let Some(id) = id {
+        if let Some(id) = id.filter(|_| self.resumable) {
             inner.log_bytes += frame.len();
             inner.log.push_back(Logged { id, frame });
             while inner.log_bytes > self.max_log_bytes {

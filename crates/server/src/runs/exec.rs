@@ -164,6 +164,9 @@ pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) 
         .as_ref()
         .is_some_and(|live| live.rollback.load(std::sync::atomic::Ordering::SeqCst));
     let body = finish(&core, &thread_id, started, outcome, rollback).await;
+    let done = json!({"status": "run_done", "run_id": run_id});
+    core.runs
+        .publish_to_thread(&thread_id, "metadata", done.to_string().as_bytes());
     if let Some(live) = live {
         // Streams end once the records say how the run ended, so a client
         // that reads the run after its stream sees its final status.
@@ -271,6 +274,7 @@ async fn drive(
         if let Some(live) = live {
             live.events.publish(name, data);
         }
+        core.runs.publish_to_thread(thread_id, name, data);
     };
     // A delayed run (`after_seconds`) waits for its time, holding its
     // thread but no execution permit; a cancel ends the wait.

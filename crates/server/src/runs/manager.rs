@@ -44,6 +44,12 @@ pub(crate) struct RunManager {
     gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Gate>>>>,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     permits: Arc<Semaphore>,
+    /// The streams of threads someone follows (`GET /threads/{id}/stream`),
+    /// by thread; a channel goes when its last subscriber has gone.
+    threads: Mutex<HashMap<String, Arc<RunChannel>>>,
+    /// How many threads are followed (`threads.len()`), read without the
+    /// lock: runs publish each event here, and usually no one follows.
+    followed: std::sync::atomic::AtomicUsize,
     retention: Duration,
 }
 
@@ -146,6 +152,8 @@ impl RunManager {
             gates: Mutex::default(),
             live: Mutex::default(),
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            threads: Mutex::default(),
+            followed: std::sync::atomic::AtomicUsize::new(0),
             retention,
         }
     }
@@ -161,6 +169,49 @@ impl RunManager {
             thread_id: thread_id.to_owned(),
             guard: gate.lock_owned().await,
         }
+    }
+
+    /// Follows a thread's stream: the events of every run on it from now on
+    /// (and its `state_update`s), each with an id.
+    pub(crate) fn follow_thread(&self, thread_id: &str, buffer: usize) -> Subscription {
+        let mut threads = lock(&self.threads);
+        let channel = threads
+            .entry(thread_id.to_owned())
+            .or_insert_with(|| Arc::new(RunChannel::thread(buffer)))
+            .clone();
+        self.followed.store(threads.len(), Ordering::SeqCst);
+        channel.subscribe(StartAt::Now)
+    }
+
+    /// Whether someone follows the thread's stream.
+    pub(crate) fn thread_followed(&self, thread_id: &str) -> bool {
+        lock(&self.threads).contains_key(thread_id)
+    }
+
+    /// Sends an event to the thread's followers, if any; forgets the
+    /// thread's channel once no one follows it.
+    pub(crate) fn publish_to_thread(&self, thread_id: &str, name: &str, data: &[u8]) {
+        if self.followed.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut threads = lock(&self.threads);
+        let Some(channel) = threads.get(thread_id) else {
+            return;
+        };
+        channel.publish(name, data);
+        if !channel.has_subscribers() {
+            threads.remove(thread_id);
+            self.followed.store(threads.len(), Ordering::SeqCst);
+        }
+    }
+
+    /// Ends the thread's stream (the thread is being deleted).
+    fn close_thread(&self, thread_id: &str) {
+        let mut threads = lock(&self.threads);
+        if let Some(channel) = threads.remove(thread_id) {
+            channel.close();
+        }
+        self.followed.store(threads.len(), Ordering::SeqCst);
     }
 
     /// The live run with this id.
@@ -193,6 +244,7 @@ impl RunManager {
     /// Cancels every run of a thread (it is being deleted): queued ones
     /// leave the queue, the executing one is told to stop.
     pub(crate) async fn cancel_thread(&self, thread_id: &str) {
+        self.close_thread(thread_id);
         let mut gate = self.gate(thread_id).await;
         let queued: Vec<String> = gate.pending.drain(..).collect();
         let running = gate.running.clone();

@@ -344,3 +344,141 @@ async fn streams_send_heartbeats_and_a_client_gone_can_cancel() {
     })
     .await;
 }
+
+/// Reads a chunked response's complete chunks from `raw` (after its head).
+fn complete_chunks(raw: &str) -> String {
+    let Some((_, mut rest)) = raw.split_once("\r\n\r\n") else {
+        return String::new();
+    };
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size + 2 {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    body
+}
+
+/// Follows `GET path` until the body has `until`; the body so far.
+async fn follow(
+    address: std::net::SocketAddr,
+    path: &str,
+    start: impl std::future::Future<Output = ()>,
+    until: &str,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut client = tokio::net::TcpStream::connect(address).await.unwrap();
+    client
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    // The head first: the stream is followed before the run starts.
+    let mut raw = Vec::new();
+    let mut buffer = [0_u8; 8192];
+    while !String::from_utf8_lossy(&raw).contains("\r\n\r\n") {
+        let n = client.read(&mut buffer).await.unwrap();
+        assert!(n > 0, "closed before its head");
+        raw.extend_from_slice(&buffer[..n]);
+    }
+    start.await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let body = complete_chunks(&String::from_utf8_lossy(&raw));
+        if body.contains(until) {
+            return body;
+        }
+        let n = tokio::time::timeout_at(deadline, client.read(&mut buffer))
+            .await
+            .expect("the thread stream never showed it")
+            .unwrap();
+        assert!(
+            n > 0,
+            "the thread stream ended early: {}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buffer[..n]);
+    }
+}
+
+#[tokio::test]
+async fn a_thread_stream_follows_its_runs_and_updates() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let thread = new_thread(address).await;
+    let body = follow(
+        address,
+        &format!("/threads/{thread}/stream"),
+        async {
+            crate::support::create_run(
+                address,
+                &thread,
+                &json!({"assistant_id": "simple", "input": {"count": 1}}),
+            )
+            .await;
+        },
+        "run_done",
+    )
+    .await;
+    let (events, _) = parse(&body);
+    assert_eq!(names(&events), ["metadata", "values", "values", "metadata"]);
+    assert!(
+        events.iter().all(|event| event.id.is_some()),
+        "every event has an id"
+    );
+    assert_eq!(events[3].data["status"], "run_done");
+    assert_eq!(events[0].data["run_id"], events[3].data["run_id"]);
+
+    // `lifecycle` shows only a run's start and end; `state_update`, updates.
+    let body = follow(
+        address,
+        &format!("/threads/{thread}/stream?stream_modes=lifecycle,state_update"),
+        async {
+            let run = crate::support::create_run(
+                address,
+                &thread,
+                &json!({"assistant_id": "simple", "input": {"count": 1}}),
+            )
+            .await;
+            poll(address, &format!("/threads/{thread}/runs/{run}"), |run| {
+                run["status"] == "success"
+            })
+            .await;
+            let updated = crate::support::send(
+                address,
+                &format!("POST /threads/{thread}/state"),
+                &json!({"values": {"count": 7}}),
+            )
+            .await;
+            assert_eq!(updated.status, 200, "{}", updated.body);
+        },
+        "state_update",
+    )
+    .await;
+    let (events, _) = parse(&body);
+    assert_eq!(names(&events), ["metadata", "metadata", "state_update"]);
+    assert_eq!(events[2].data["state"]["values"]["count"], 7);
+    assert_eq!(events[2].data["thread_id"], *thread);
+
+    let bad = call(
+        address,
+        &format!("GET /threads/{thread}/stream?stream_modes=bogus"),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.json()),
+        (422, json!({"detail": "Invalid stream mode: bogus"}))
+    );
+    let missing = call(
+        address,
+        "GET /threads/3e8c5434-5ebe-4202-bf0c-3f73297b77fd/stream",
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+}
