@@ -59,6 +59,11 @@ pub(crate) const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/threads", "Create a thread"),
     ("post", "/threads/search", "Search threads"),
     ("post", "/threads/count", "Count threads"),
+    (
+        "post",
+        "/threads/prune",
+        "Delete threads, or keep only their latest checkpoints",
+    ),
     ("get", "/threads/{thread_id}", "Get a thread"),
     ("patch", "/threads/{thread_id}", "Patch a thread's metadata"),
     ("delete", "/threads/{thread_id}", "Delete a thread"),

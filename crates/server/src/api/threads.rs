@@ -26,6 +26,7 @@ pub(super) fn routes() -> Router<ApiState> {
         .route("/threads", post(create))
         .route("/threads/search", post(search))
         .route("/threads/count", post(count))
+        .route("/threads/prune", post(prune))
         .route(
             "/threads/{thread_id}",
             get(get_one).patch(patch).delete(delete),
@@ -314,6 +315,106 @@ async fn count(
     filter.auth = search_filter(&state, &caller, &filter).await?;
     let count = state.repository.count_threads(&filter).await?;
     Ok(Json(count).into_response())
+}
+
+/// How `POST /threads/prune` thins a thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PruneHow {
+    /// The thread goes, as `DELETE /threads/{id}`.
+    #[default]
+    Delete,
+    /// Only each namespace's latest checkpoint stays.
+    KeepLatest,
+}
+
+/// A `POST /threads/prune` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PruneBody {
+    thread_ids: Vec<String>,
+    strategy: Option<Value>,
+}
+
+/// `POST /threads/prune`: deletes the threads, or keeps only their latest
+/// checkpoints (`keep_latest`, which the official in-memory server
+/// refuses and its PostgreSQL one does); `{"pruned_count": n}`, missing
+/// threads skipped. A thread with a run in flight is not thinned.
+async fn prune(
+    State(state): State<ApiState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let body: PruneBody = parse_body(&body)?;
+    let ids = body
+        .thread_ids
+        .iter()
+        .map(|id| thread_id(id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let how = match body.strategy {
+        None | Some(Value::Null) => PruneHow::Delete,
+        Some(given) => serde_json::from_value(given.clone()).map_err(|_| {
+            ApiError::invalid(format!(
+                "Invalid strategy: {}. Expected 'delete' or 'keep_latest'.",
+                given
+                    .as_str()
+                    .map_or_else(|| given.to_string(), str::to_owned)
+            ))
+        })?,
+    };
+    if ids.is_empty() {
+        return Ok(Json(json!({"pruned_count": 0})).into_response());
+    }
+    let filter = caller
+        .filter(
+            &state,
+            Resource::Threads,
+            Action::Delete,
+            json!({"thread_ids": ids}),
+        )
+        .await?;
+    let mut found = Vec::with_capacity(ids.len());
+    for id in &ids {
+        match state.repository.get_thread(id).await? {
+            Some(thread) if passes(filter.as_ref(), &thread.metadata) => found.push(thread),
+            Some(_) => {
+                return Err(ApiError::not_found(
+                    "At least one thread not found or not authorized",
+                ));
+            }
+            None if filter.is_some() => {
+                return Err(ApiError::not_found(
+                    "At least one thread not found or not authorized",
+                ));
+            }
+            None => {}
+        }
+    }
+    let mut pruned = 0_usize;
+    for thread in found {
+        match how {
+            PruneHow::Delete => {
+                delete_one(&state, &thread.thread_id).await?;
+                pruned += 1;
+            }
+            PruneHow::KeepLatest => {
+                let gate = state.runs.gate(&thread.thread_id).await;
+                if gate.busy() {
+                    continue;
+                }
+                state
+                    .saver
+                    .prune(
+                        std::slice::from_ref(&thread.thread_id),
+                        stategraph::checkpoint::PruneStrategy::KeepLatest,
+                    )
+                    .await?;
+                drop(gate);
+                pruned += 1;
+            }
+        }
+    }
+    Ok(Json(json!({"pruned_count": pruned})).into_response())
 }
 
 /// The caller's filter on a thread search or count.

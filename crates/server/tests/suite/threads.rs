@@ -4,7 +4,7 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::support::{call, keys, on_a_free_port, send, start};
+use crate::support::{call, keys, new_thread, on_a_free_port, send, start, start_fixtures};
 
 #[tokio::test]
 async fn a_new_thread_has_the_official_shape() {
@@ -323,4 +323,71 @@ async fn a_copy_is_a_new_thread_with_the_same_metadata() {
     )
     .await;
     assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn prune_deletes_threads_or_keeps_their_latest_checkpoints() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let thread = new_thread(address).await;
+        let waited = send(
+            address,
+            &format!("POST /threads/{thread}/runs/wait"),
+            &json!({"assistant_id": "simple", "input": {"count": 0}}),
+        )
+        .await;
+        assert_eq!(waited.status, 200);
+        ids.push(thread);
+    }
+    let history = |thread: &str| {
+        let path = format!("POST /threads/{thread}/history");
+        async move { send(address, &path, &json!({"limit": 100})).await.json() }
+    };
+    assert!(history(&ids[0]).await.as_array().unwrap().len() > 1);
+
+    let kept = send(
+        address,
+        "POST /threads/prune",
+        &json!({"thread_ids": [ids[0]], "strategy": "keep_latest"}),
+    )
+    .await;
+    assert_eq!(kept.json(), json!({"pruned_count": 1}));
+    let left = history(&ids[0]).await;
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left[0]["values"]["count"], 1, "the latest state stays");
+
+    let gone = send(
+        address,
+        "POST /threads/prune",
+        &json!({"thread_ids": [ids[1], "3e8c5434-5ebe-4202-bf0c-3f73297b77fd"]}),
+    )
+    .await;
+    assert_eq!(
+        gone.json(),
+        json!({"pruned_count": 1}),
+        "a missing thread is skipped"
+    );
+    assert_eq!(
+        call(address, &format!("GET /threads/{}", ids[1]))
+            .await
+            .status,
+        404
+    );
+
+    let none = send(address, "POST /threads/prune", &json!({"thread_ids": []})).await;
+    assert_eq!(none.json(), json!({"pruned_count": 0}));
+    let bad = send(
+        address,
+        "POST /threads/prune",
+        &json!({"thread_ids": [ids[0]], "strategy": "shred"}),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.json()),
+        (
+            422,
+            json!({"detail": "Invalid strategy: shred. Expected 'delete' or 'keep_latest'."})
+        )
+    );
 }

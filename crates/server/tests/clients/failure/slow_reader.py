@@ -274,8 +274,8 @@ def slow_reader_does_not_slow_the_run(serve) -> str:
     return figures
 
 
-PAD = 50_000  # check 2: the events that carry the state (most) are 50 kB larger
-RSS_SUMS = 30  # about 200 events, 4 MB
+PAD = 100_000  # check 2: the events that carry the state (most) are 100 kB larger
+RSS_SUMS = 30  # about 200 events, 8 MB
 # Check 2's readers read slower than the runs write even on SQLite (whose
 # runs, checkpointing at the end only, take a few seconds for 20): queued,
 # most of the frames would wait in the server.
