@@ -322,12 +322,27 @@ impl BoundServer {
             .crons
             .enabled
             .then(|| tokio::spawn(crate::crons::scheduler::run(Arc::clone(&self.core))));
+        // On shutdown, open streams end (so connections close) and runs in
+        // flight get `server.shutdown_grace_seconds` to finish; the rest
+        // are taken over by the next server on the database.
+        let core = Arc::clone(&self.core);
+        let grace = Duration::try_from_secs_f64(core.settings.server.shutdown_grace_seconds)
+            .unwrap_or(Duration::from_secs(10));
+        let stopping = async move {
+            shutdown.await;
+            core.runs.shutdown.cancel();
+        };
         let served = axum::serve(listener, self.router)
-            .with_graceful_shutdown(shutdown)
+            .with_graceful_shutdown(stopping)
             .await
             .map_err(|source| Error::Listen { address, source });
         if let Some(scheduler) = scheduler {
             scheduler.abort();
+        }
+        if !self.core.runs.drain(grace).await {
+            tracing::warn!(
+                "runs still in flight at shutdown; the next server on this database takes them over"
+            );
         }
         served
     }

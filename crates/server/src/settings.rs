@@ -210,7 +210,7 @@ impl StreamSettings {
 }
 
 /// Where a server listens.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ServerSettings {
@@ -218,6 +218,10 @@ pub struct ServerSettings {
     pub host: String,
     /// The port (default 8123; 0 lets the system pick a free one).
     pub port: u16,
+    /// On shutdown, how long runs in flight may take to finish (default
+    /// 10 seconds); the ones still running then are taken over by the next
+    /// server on the database, from their last checkpoint.
+    pub shutdown_grace_seconds: f64,
 }
 
 impl Default for ServerSettings {
@@ -225,6 +229,7 @@ impl Default for ServerSettings {
         Self {
             host: "127.0.0.1".into(),
             port: 8123,
+            shutdown_grace_seconds: 10.0,
         }
     }
 }

@@ -39,6 +39,7 @@ const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
 /// heartbeat after the start, as the official server). `cancel`: the run
 /// to cancel if the client goes before it ends.
 fn sse(
+    shutdown: &tokio_util::sync::CancellationToken,
     events: Subscription,
     heartbeat: Duration,
     cancel: Option<Arc<LiveRun>>,
@@ -50,6 +51,7 @@ fn sse(
         live: Option<tokio::sync::mpsc::Receiver<Bytes>>,
         ticks: tokio::time::Interval,
         cancel: Option<Arc<LiveRun>>,
+        shutdown: tokio_util::sync::CancellationToken,
     }
     impl Drop for Feed {
         fn drop(&mut self) {
@@ -67,6 +69,7 @@ fn sse(
         live: events.live,
         ticks,
         cancel,
+        shutdown: shutdown.clone(),
     };
     let body = futures::stream::unfold(feed, |mut feed| async move {
         if let Some(frame) = feed.replay.next() {
@@ -76,6 +79,13 @@ fn sse(
         tokio::select! {
             biased;
             frame = live.recv() => frame.map(|frame| (Ok(frame), feed)),
+            () = feed.shutdown.cancelled() => {
+                // The server stops: the stream ends, the run does not (the
+                // client reconnects to the next server, which goes on with
+                // it).
+                drop(feed.cancel.take());
+                None
+            }
             _ = feed.ticks.tick() => Some((Ok(Bytes::from_static(HEARTBEAT)), feed)),
         }
     });
@@ -126,6 +136,7 @@ fn streamed(state: &ApiState, accepted: Accepted, base: &str) -> Response {
         .unwrap_or_else(|| live.events.subscribe(StartAt::Now));
     let cancel = cancel_on_disconnect.then_some(live);
     sse(
+        &state.runs.shutdown,
         events,
         state.settings.streams.heartbeat(),
         cancel,
@@ -157,7 +168,13 @@ async fn join_stream(
     {
         let events = live.events.subscribe(StartAt::header(last_event_id));
         let cancel = cancel.then_some(live);
-        return Ok(sse(events, heartbeat, cancel, locations));
+        return Ok(sse(
+            &state.runs.shutdown,
+            events,
+            heartbeat,
+            cancel,
+            locations,
+        ));
     }
     let replay = if state
         .repository
@@ -171,7 +188,13 @@ async fn join_stream(
         vec![Bytes::from_static(frame)]
     };
     let events = Subscription { replay, live: None };
-    Ok(sse(events, heartbeat, None, locations))
+    Ok(sse(
+        &state.runs.shutdown,
+        events,
+        heartbeat,
+        None,
+        locations,
+    ))
 }
 
 /// What a thread's stream shows (`?stream_modes=a,b`; `run_modes` when
@@ -274,5 +297,11 @@ async fn thread_stream(
         replay: Vec::new(),
         live: Some(receiver),
     };
-    Ok(sse(events, state.settings.streams.heartbeat(), None, []))
+    Ok(sse(
+        &state.runs.shutdown,
+        events,
+        state.settings.streams.heartbeat(),
+        None,
+        [],
+    ))
 }

@@ -157,9 +157,18 @@ pub(crate) fn thread_body(thread: Option<&Thread>) -> Value {
 /// Executes the run (spawned by the manager when the run heads its
 /// thread's queue), then finishes it.
 pub(super) async fn execute(core: Arc<Core>, thread_id: String, run_id: String) {
+    let _executing = core.runs.executing();
     let live = core.runs.live(&run_id);
     let mut outcome = Outcome::default();
     let started = drive(&core, &thread_id, &run_id, live.as_deref(), &mut outcome).await;
+    if let Some(live) = &live
+        && live.abandoned.load(std::sync::atomic::Ordering::SeqCst)
+    {
+        // The server is stopping: the records stay as they are, for the
+        // next server to take the run over.
+        live.events.close();
+        return;
+    }
     let rollback = live
         .as_ref()
         .is_some_and(|live| live.rollback.load(std::sync::atomic::Ordering::SeqCst));

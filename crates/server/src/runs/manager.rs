@@ -50,6 +50,14 @@ pub(crate) struct RunManager {
     /// How many threads are followed (`threads.len()`), read without the
     /// lock: runs publish each event here, and usually no one follows.
     followed: std::sync::atomic::AtomicUsize,
+    /// Runs executing now (`exec::execute` holds one [`Executing`] each).
+    executing: std::sync::atomic::AtomicUsize,
+    /// Told whenever a run stops executing.
+    stopped: tokio::sync::Notify,
+    /// Set on shutdown: no queued run starts any more.
+    closing: AtomicBool,
+    /// Fired on shutdown: open streams end.
+    pub(crate) shutdown: CancellationToken,
     retention: Duration,
 }
 
@@ -67,6 +75,9 @@ pub(crate) struct LiveRun {
     /// Set with `cancel` when the run is to be rolled back: deleted with
     /// its checkpoints rather than kept `interrupted`.
     pub(crate) rollback: AtomicBool,
+    /// Set with `cancel` when the server stops before the run ends: its
+    /// records are left as they are (`running`), for the next server.
+    pub(crate) abandoned: AtomicBool,
     // The body `wait` and `join` answer, set once when the run ends.
     outcome: watch::Sender<Option<Bytes>>,
 }
@@ -138,6 +149,16 @@ impl Drop for GateGuard<'_> {
     }
 }
 
+/// A run executing; dropping it says the run stopped.
+pub(super) struct Executing(Arc<RunManager>);
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        self.0.executing.fetch_sub(1, Ordering::SeqCst);
+        self.0.stopped.notify_waiters();
+    }
+}
+
 /// A lock's data even after a panic elsewhere (each critical section here
 /// is a single insert or removal).
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -154,6 +175,10 @@ impl RunManager {
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
             threads: Mutex::default(),
             followed: std::sync::atomic::AtomicUsize::new(0),
+            executing: std::sync::atomic::AtomicUsize::new(0),
+            stopped: tokio::sync::Notify::new(),
+            closing: AtomicBool::new(false),
+            shutdown: CancellationToken::new(),
             retention,
         }
     }
@@ -212,6 +237,43 @@ impl RunManager {
             channel.close();
         }
         self.followed.store(threads.len(), Ordering::SeqCst);
+    }
+
+    /// Counts a run as executing until the guard is dropped.
+    pub(super) fn executing(self: &Arc<Self>) -> Executing {
+        self.executing.fetch_add(1, Ordering::SeqCst);
+        Executing(Arc::clone(self))
+    }
+
+    /// Shutdown: open streams end, queued runs stay queued (in the
+    /// records, for the next server), and the runs executing get up to
+    /// `grace` to finish. Whether they all did.
+    pub(crate) async fn drain(&self, grace: Duration) -> bool {
+        self.closing.store(true, Ordering::SeqCst);
+        self.shutdown.cancel();
+        if tokio::time::timeout(grace, self.idle()).await.is_ok() {
+            return true;
+        }
+        // The rest stop here without a word in their records, which still
+        // say `running`: the next server on the database takes them over.
+        for run in lock(&self.live).values() {
+            run.abandoned.store(true, Ordering::SeqCst);
+            run.cancel.cancel();
+        }
+        // Cancelling ends a run at its next step or await.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.idle()).await;
+        false
+    }
+
+    /// Returns once no run executes.
+    async fn idle(&self) {
+        loop {
+            let notified = self.stopped.notified();
+            if self.executing.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// The live run with this id.
@@ -474,6 +536,7 @@ fn go_live(core: &Core, run: &Run) -> Arc<LiveRun> {
         ),
         outcome: watch::Sender::new(None),
         rollback: AtomicBool::new(false),
+        abandoned: AtomicBool::new(false),
     });
     lock(&core.runs.live).insert(run.run_id.clone(), Arc::clone(&live));
     live
@@ -507,7 +570,7 @@ pub(crate) async fn recover(core: &Arc<Core>) -> Result<usize, crate::persist::P
 
 /// Starts the thread's next queued run, unless one is executing.
 pub(super) fn start_next(core: &Arc<Core>, thread_id: &str, gate: &mut Gate) {
-    if gate.running.is_some() {
+    if gate.running.is_some() || core.runs.closing.load(Ordering::SeqCst) {
         return;
     }
     if let Some(run_id) = gate.pending.pop_front() {

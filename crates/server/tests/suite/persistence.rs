@@ -321,3 +321,81 @@ fn a_run_left_running_by_a_dead_server_goes_on_as_its_next_attempt() {
         task.await.unwrap();
     });
 }
+
+#[tokio::test]
+async fn shutdown_ends_streams_lets_runs_finish_and_leaves_the_rest_to_the_next_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("server.db").display());
+    let serve = |grace: f64| {
+        let url = url.clone();
+        async move {
+            let mut settings = on_a_free_port();
+            settings.database.url = url;
+            settings.server.shutdown_grace_seconds = grace;
+            let mut builder = Server::builder().settings(settings);
+            for (id, graph) in stategraph_server::fixtures::all().unwrap() {
+                builder = builder.graph(id, graph);
+            }
+            let bound = builder.build().await.unwrap().bind().await.unwrap();
+            let address = bound.local_addr();
+            let (stop, stopped) = oneshot::channel::<()>();
+            let task = tokio::spawn(async move {
+                bound
+                    .serve_until(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+            (address, stop, task)
+        }
+    };
+    let (address, stop, task) = serve(5.0).await;
+    let thread = send(address, "POST /threads", &json!({})).await.json();
+    let id = thread["thread_id"].as_str().unwrap().to_owned();
+    // A stream that never ends by itself: the thread's.
+    let follower =
+        tokio::spawn(async move { call(address, &format!("GET /threads/{id}/stream")).await });
+    let id = thread["thread_id"].as_str().unwrap();
+    // 0.3 s of work, then stop the server while it runs.
+    let short = crate::support::create_run(
+        address,
+        id,
+        &json!({"assistant_id": "simple", "input": {"count": 3}}),
+    )
+    .await;
+    crate::support::until_running(address, id, &short).await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), task)
+        .await
+        .expect("the server stops though a stream is open")
+        .unwrap();
+    let followed = follower.await.unwrap();
+    assert_eq!(followed.status, 200, "the open stream ended cleanly");
+
+    // The run finished within the grace period; a longer one is left
+    // running for the next server, which finishes it.
+    let (address, stop, task) = serve(0.1).await;
+    let run = call(address, &format!("GET /threads/{id}/runs/{short}"))
+        .await
+        .json();
+    assert_eq!(run["status"], "success", "{run}");
+    let long = crate::support::create_run(
+        address,
+        id,
+        &json!({"assistant_id": "simple", "input": {"count": 10}}),
+    )
+    .await;
+    crate::support::until_running(address, id, &long).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+
+    let (address, stop, task) = serve(5.0).await;
+    let done = crate::support::poll(address, &format!("/threads/{id}/runs/{long}"), |run| {
+        run["status"] == "success"
+    })
+    .await;
+    assert_eq!(done["kwargs"]["config"]["metadata"]["run_attempt"], 2);
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}

@@ -2,22 +2,26 @@
 
     python slow_reader.py SERVER_BINARY DATABASE_URL
 
-The server is started with a small per-subscriber buffer
+Each check starts a server of its own with a small per-subscriber buffer
 (`[streams] subscriber_buffer_events = 16`, in a temporary settings file
 given with `--config`). The workload is the `agent` graph (the quickstart
 ReAct agent with its scripted model): a question with N sums makes N tool
-calls, so one run emits about 6 N events (values, updates, debug,
+calls, so one run emits about 6 N + 27 events (values, updates, debug,
 messages-tuple, tasks, checkpoints) within a second. The official Python
-SDK (`langgraph_sdk`) reads the streams, sleeping between parts.
+SDK (`langgraph_sdk`) reads the streams, sleeping 50 ms after each part.
 
 1. A slow reader does not slow the run: it ends about when it does with
    no reader, while the reader has taken only a few of its events.
-2. The server's RSS stays bounded with 20 concurrent slow readers of
-   runs whose events would take far more memory if they were queued.
+2. The server's RSS stays bounded with 20 concurrent slow readers (100 ms
+   a part, 64 KiB socket receive buffers) of 20 runs whose events weigh
+   160 MB: its peak growth is at most that of the same runs with no reader
+   (on a fresh server) plus a full queue (16 of its largest frames) a
+   reader plus 16 MB.
 3. With `stream_resumable`, the SDK's slow reader still gets every event:
    exactly its run's stored events (the replay of `Last-Event-ID: -1`),
-   and the same events as an identical run's; the SDK reconnects through
-   `Location` with `Last-Event-ID` when the server drops it.
+   in the order of an identical run's (read without sleeping); the SDK
+   reconnects through `Location` with `Last-Event-ID` when the server
+   drops it.
 4. Without `stream_resumable`, a slow reader is disconnected: its stream
    ends early (fewer events than the run emitted), and the run succeeds.
 
@@ -75,7 +79,10 @@ def start(binary: str, database: str, config: str) -> tuple[subprocess.Popen, st
         env=env,
     )
     assert proc.stdout is not None
+    watchdog = threading.Timer(TIMEOUT, proc.kill)
+    watchdog.start()
     line = proc.stdout.readline().strip()
+    watchdog.cancel()
     if not line.startswith("listening on "):
         proc.kill()
         raise RuntimeError(f"the server's first line is not its address: {line!r}")
@@ -211,19 +218,22 @@ def sdk_stream(server: Server, sums: int, resumable: bool, sleep: float, on_firs
     recorder = Recorder(t0)
     client.http.client.event_hooks["response"].append(recorder.response)
     parts = []
-    for part in client.runs.stream(
-        tid,
-        "agent",
-        input=agent_input(sums),
-        stream_mode=MODES,
-        stream_resumable=resumable,
-    ):
-        parts.append(part)
-        if len(parts) == 1 and on_first:
-            on_first(tid, part.data["run_id"], parts, t0)
-        if time.monotonic() - t0 > TIMEOUT:
-            raise AssertionError(f"the stream still runs after {TIMEOUT} s ({len(parts)} parts)")
-        time.sleep(sleep)
+    try:
+        for part in client.runs.stream(
+            tid,
+            "agent",
+            input=agent_input(sums),
+            stream_mode=MODES,
+            stream_resumable=resumable,
+        ):
+            parts.append(part)
+            if len(parts) == 1 and on_first:
+                on_first(tid, part.data["run_id"], parts, t0)
+            if time.monotonic() - t0 > TIMEOUT:
+                raise AssertionError(f"the stream still runs after {TIMEOUT} s ({len(parts)} parts)")
+            time.sleep(sleep)
+    finally:
+        client.http.client.close()
     return tid, parts, time.monotonic() - t0, recorder
 
 
@@ -361,10 +371,11 @@ def rss_bounded_with_slow_readers(serve) -> str:
         transport = httpx.AsyncHTTPTransport(
             retries=5, socket_options=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)]
         )
-        client = LangGraphClient(httpx.AsyncClient(base_url=server.url, transport=transport, timeout=TIMEOUT))
-        return await asyncio.wait_for(
-            asyncio.gather(*(reader(client, tid) for tid in tids)), TIMEOUT
-        )
+        async with httpx.AsyncClient(base_url=server.url, transport=transport, timeout=TIMEOUT) as http:
+            client = LangGraphClient(http)
+            return await asyncio.wait_for(
+                asyncio.gather(*(reader(client, tid) for tid in tids)), TIMEOUT
+            )
 
     with serve() as server:
         tids = [server.thread() for _ in range(READERS)]
