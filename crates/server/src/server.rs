@@ -282,13 +282,25 @@ impl BoundServer {
         self.local_addr
     }
 
-    /// Serves until the process gets SIGINT (Ctrl-C), then stops
-    /// accepting and lets requests in flight finish.
+    /// Serves until the process gets SIGINT (Ctrl-C) or SIGTERM (what
+    /// container runtimes send), then shuts down as
+    /// [`BoundServer::serve_until`] describes.
     ///
     /// # Errors
     /// [`Error::Listen`] when serving fails.
     pub async fn serve(self) -> Result<(), Error> {
         self.serve_until(async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = terminate.recv() => {}
+                    }
+                    return;
+                }
+            }
             // Without a signal handler the server runs until dropped.
             if tokio::signal::ctrl_c().await.is_err() {
                 std::future::pending::<()>().await;
@@ -297,8 +309,11 @@ impl BoundServer {
         .await
     }
 
-    /// Serves until `shutdown` completes, then stops as [`BoundServer::serve`].
-    /// While it serves, it fires due crons (unless `crons.enabled` is off).
+    /// Serves until `shutdown` completes. While it serves, it fires due
+    /// crons (unless `crons.enabled` is off). Then it stops accepting, ends
+    /// open streams, lets requests in flight finish, and gives runs in
+    /// flight `server.shutdown_grace_seconds` to end; the rest stop with
+    /// their records left `running`, for the next server on the database.
     ///
     /// # Errors
     /// [`Error::Listen`] when serving fails.
