@@ -37,12 +37,41 @@ pub(super) fn routes() -> Router<ApiState> {
         )
 }
 
+/// The text of the 400 for a state operation on a thread no run has named
+/// a graph for (the official text).
+pub(super) fn no_graph(thread_id: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "Thread '{thread_id}' has no assigned graph ID. This usually occurs when no runs have been made on this particular thread. This operation requires a graph ID. Please ensure a run has been made for the thread or manually update the thread metadata (by setting the 'graph_id' field) before running this operation."
+    ))
+}
+
+/// Brings the thread's record up to date with its latest state (values,
+/// interrupts, status); the state.
+///
+/// # Errors
+/// The graph's or the repository's.
+pub(super) async fn record_latest(
+    state: &ApiState,
+    graph: &CompiledStateGraph,
+    thread_id: &str,
+) -> Result<stategraph::pregel::StateSnapshot, ApiError> {
+    let latest = graph.get_state(&RunnableConfig::thread(thread_id)).await?;
+    let (status, content) = thread_content(&latest, None)?;
+    let patch = ThreadPatch {
+        status: Some(status),
+        content: Some(content),
+        ..ThreadPatch::default()
+    };
+    state.repository.patch_thread(thread_id, patch).await?;
+    Ok(latest)
+}
+
 /// The graph a thread's runs use: the one its metadata's `graph_id` names
 /// (set by its first run); `None` before any.
 ///
 /// # Errors
 /// 404 when it names no graph this server serves.
-fn graph_of<'a>(
+pub(super) fn graph_of<'a>(
     state: &'a ApiState,
     thread: &Thread,
 ) -> Result<Option<&'a CompiledStateGraph>, ApiError> {
@@ -200,10 +229,7 @@ async fn update(
     let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Update).await?;
     let body: UpdateBody = parse_body(&body)?;
     let Some(graph) = graph_of(&state, &thread)? else {
-        return Err(ApiError::bad_request(format!(
-            "Thread '{}' has no assigned graph ID. This usually occurs when no runs have been made on this particular thread. This operation requires a graph ID. Please ensure a run has been made for the thread or manually update the thread metadata (by setting the 'graph_id' field) before running this operation.",
-            thread.thread_id
-        )));
+        return Err(no_graph(&thread.thread_id));
     };
     // Held until the thread's record is up to date: no run starts between.
     let gate = state.runs.gate(&thread.thread_id).await;
@@ -228,19 +254,7 @@ async fn update(
             body.as_node.as_deref(),
         )
         .await?;
-    let latest = graph
-        .get_state(&RunnableConfig::thread(&thread.thread_id))
-        .await?;
-    let (status, content) = thread_content(&latest, None)?;
-    let patch = ThreadPatch {
-        status: Some(status),
-        content: Some(content),
-        ..ThreadPatch::default()
-    };
-    state
-        .repository
-        .patch_thread(&thread.thread_id, patch)
-        .await?;
+    let latest = record_latest(&state, graph, &thread.thread_id).await?;
     drop(gate);
     if state.runs.thread_followed(&thread.thread_id) {
         let event = serde_json::json!({

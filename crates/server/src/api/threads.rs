@@ -53,10 +53,29 @@ struct CreateBody {
     metadata: Option<Map<String, Value>>,
     if_exists: Option<IfExists>,
     ttl: Option<Value>,
-    supersteps: Option<Value>,
+    supersteps: Option<Vec<Superstep>>,
 }
 
-/// `POST /threads`: a new thread (`status: idle`, `values: null`).
+/// One superstep of a new thread's history: updates applied together.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Superstep {
+    updates: Vec<SuperstepUpdate>,
+}
+
+/// One update of a superstep: values written as `as_node`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SuperstepUpdate {
+    values: Option<Value>,
+    command: Option<Value>,
+    as_node: Option<String>,
+}
+
+/// `POST /threads`: a new thread (`status: idle`, `values: null`); with
+/// `supersteps`, its history is written first (LangGraph's
+/// `bulk_update_state`, one checkpoint per superstep) by the graph its
+/// `metadata.graph_id` names.
 async fn create(
     State(state): State<ApiState>,
     caller: Caller,
@@ -66,8 +85,13 @@ async fn create(
     if body.ttl.is_some() {
         return Err(ApiError::unsupported("ttl"));
     }
-    if body.supersteps.is_some() {
-        return Err(ApiError::unsupported("supersteps"));
+    let supersteps = body.supersteps.take().unwrap_or_default();
+    if supersteps
+        .iter()
+        .flat_map(|step| &step.updates)
+        .any(|update| update.command.is_some())
+    {
+        return Err(ApiError::unsupported("a superstep update's command"));
     }
     let thread_id = body
         .thread_id
@@ -85,8 +109,46 @@ async fn create(
         _ => Map::new(),
     };
     let thread = Thread::new(thread_id, metadata, chrono::Utc::now());
+    let graph = if supersteps.is_empty() {
+        None
+    } else {
+        let graph = super::state::graph_of(&state, &thread)?
+            .ok_or_else(|| super::state::no_graph(&thread.thread_id))?;
+        Some(graph)
+    };
     match state.repository.insert_thread(thread).await? {
-        Inserted::New(thread) => Ok(Json(thread.view(None)).into_response()),
+        Inserted::New(thread) => {
+            let Some(graph) = graph else {
+                return Ok(Json(thread.view(None)).into_response());
+            };
+            let steps = supersteps
+                .into_iter()
+                .map(|step| {
+                    step.updates
+                        .into_iter()
+                        .map(|update| {
+                            let mut one = stategraph::pregel::StateUpdate::default();
+                            one.values = update.values.map(stategraph::Value::from_json);
+                            one.as_node = update.as_node;
+                            one
+                        })
+                        .collect()
+                })
+                .collect();
+            let config = stategraph::RunnableConfig::thread(&thread.thread_id);
+            if let Err(err) = graph.bulk_update_state(&config, steps).await {
+                // Not half made: the thread goes with its failed history.
+                if let Err(cleanup) =
+                    crate::runs::exec::delete_thread(&state, &thread.thread_id).await
+                {
+                    tracing::error!(error = %cleanup, "cannot delete a thread whose supersteps failed");
+                }
+                return Err(err.into());
+            }
+            super::state::record_latest(&state, graph, &thread.thread_id).await?;
+            let thread = find(&state, &Caller::default(), &thread.thread_id, Action::Read).await?;
+            Ok(Json(thread.view(None)).into_response())
+        }
         Inserted::Existing(thread) => match body.if_exists.unwrap_or_default() {
             IfExists::DoNothing if passes(filter.as_ref(), &thread.metadata) => {
                 Ok(Json(thread.view(None)).into_response())

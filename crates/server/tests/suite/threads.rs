@@ -391,3 +391,71 @@ async fn prune_deletes_threads_or_keeps_their_latest_checkpoints() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_thread_is_created_with_its_supersteps() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let created = send(
+        address,
+        "POST /threads",
+        &json!({
+            "metadata": {"graph_id": "simple"},
+            "supersteps": [
+                {"updates": [{"values": {"count": 5}, "as_node": "__input__"}]},
+                {"updates": [{"values": {"count": 6}, "as_node": "slow"}]}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let thread = created.json();
+    assert_eq!(thread["values"]["count"], 6);
+    assert_eq!(thread["status"], "idle");
+    let id = thread["thread_id"].as_str().unwrap();
+    let history = send(
+        address,
+        &format!("POST /threads/{id}/history"),
+        &json!({"limit": 10}),
+    )
+    .await
+    .json();
+    let sources: Vec<&Json> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|state| &state["metadata"]["source"])
+        .collect();
+    assert!(
+        sources.len() >= 2,
+        "one checkpoint per superstep: {history}"
+    );
+
+    let without_graph = send(
+        address,
+        "POST /threads",
+        &json!({"supersteps": [{"updates": [{"values": {"count": 1}, "as_node": "slow"}]}]}),
+    )
+    .await;
+    assert_eq!(without_graph.status, 400, "{}", without_graph.body);
+    let bad_node = send(
+        address,
+        "POST /threads",
+        &json!({
+            "metadata": {"graph_id": "simple"},
+            "supersteps": [{"updates": [{"values": {"count": 1}, "as_node": "nope"}]}]
+        }),
+    )
+    .await;
+    assert!(bad_node.status >= 400, "{}", bad_node.body);
+    let count = send(
+        address,
+        "POST /threads/count",
+        &json!({"metadata": {"graph_id": "simple"}}),
+    )
+    .await;
+    assert_eq!(
+        count.json(),
+        json!(1),
+        "the failed one is not left half made"
+    );
+}
