@@ -199,6 +199,113 @@ impl Serialize for ThreadView<'_> {
     }
 }
 
+/// A thread search's `extract`: aliases of values picked from each thread
+/// by a path (`values.messages[-1].content`), shown as `extracted`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Extract(Vec<(String, String)>);
+
+impl Extract {
+    /// The columns a path may start from.
+    const COLUMNS: [&str; 4] = ["values", "metadata", "config", "interrupts"];
+
+    /// Checks the aliases and paths (the official rules and texts).
+    ///
+    /// # Errors
+    /// 422: more than 10 paths, an alias that is not an identifier or is a
+    /// thread field, a path that starts elsewhere.
+    pub(crate) fn parse(given: Map<String, Value>) -> Result<Self, crate::api::ApiError> {
+        use crate::api::ApiError;
+        if given.len() > 10 {
+            return Err(ApiError::invalid(format!(
+                "Maximum of 10 extract paths allowed, got {}",
+                given.len()
+            )));
+        }
+        let mut reserved: Vec<&str> = given
+            .keys()
+            .filter(|alias| {
+                ThreadField::ALL
+                    .iter()
+                    .any(|field| field.name() == alias.as_str())
+            })
+            .map(String::as_str)
+            .collect();
+        if !reserved.is_empty() {
+            reserved.sort_unstable();
+            return Err(ApiError::invalid(format!(
+                "Extract keys cannot use reserved field names: {reserved:?}"
+            )));
+        }
+        let mut pairs = Vec::with_capacity(given.len());
+        for (alias, path) in given {
+            let identifier = alias
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && alias.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !identifier {
+                return Err(ApiError::invalid(format!(
+                    "Extract key '{alias}' must be a valid identifier (letters, digits, underscores)"
+                )));
+            }
+            let Some(path) = path.as_str().filter(|path| !path.is_empty()) else {
+                return Err(ApiError::invalid(format!(
+                    "Extract path for '{alias}' must be a non-empty string"
+                )));
+            };
+            let root = path.split(['.', '[']).next().unwrap_or_default();
+            if !Self::COLUMNS.contains(&root) {
+                return Err(ApiError::invalid(format!(
+                    "Extract path '{path}' must start with one of: {}",
+                    Self::COLUMNS.join(", ")
+                )));
+            }
+            pairs.push((alias, path.to_owned()));
+        }
+        Ok(Self(pairs))
+    }
+
+    /// The `extracted` object of a thread shown as `view` (null where a
+    /// path leads nowhere).
+    pub(crate) fn of(&self, view: &Value) -> Value {
+        Value::Object(
+            self.0
+                .iter()
+                .map(|(alias, path)| (alias.clone(), pick(view, path)))
+                .collect(),
+        )
+    }
+}
+
+/// The value at a dot and bracket path (`a.b[-1].c`); null when absent.
+fn pick(root: &Value, path: &str) -> Value {
+    let mut current = root;
+    for part in path.split(['.', '[']) {
+        if part.is_empty() {
+            continue;
+        }
+        if part.starts_with('_') {
+            return Value::Null;
+        }
+        let next = match part.strip_suffix(']') {
+            Some(index) => {
+                let (Ok(index), Value::Array(items)) = (index.parse::<i64>(), current) else {
+                    return Value::Null;
+                };
+                let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
+                let at = if index < 0 { len + index } else { index };
+                usize::try_from(at).ok().and_then(|at| items.get(at))
+            }
+            None => current.get(part),
+        };
+        match next {
+            Some(value) => current = value,
+            None => return Value::Null,
+        }
+    }
+    current.clone()
+}
+
 /// What to sort threads by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -344,9 +344,11 @@ async fn search(
 ) -> Result<Response, ApiError> {
     let mut body: SearchBody = parse_body(&body)?;
     body.filter.auth = search_filter(&state, &caller, &body.filter).await?;
-    if body.extract.is_some() {
-        return Err(ApiError::unsupported("extract"));
-    }
+    let extract = match body.extract.take() {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(given)) => Some(crate::threads::Extract::parse(given)?),
+        Some(_) => return Err(ApiError::invalid("extract must be an object")),
+    };
     let limit = body.limit.unwrap_or(10);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::invalid(format!(
@@ -363,7 +365,21 @@ async fn search(
     let (page, total) = state.repository.search_threads(&search).await?;
     let headers = pagination(total, search.offset, page.len());
     let select = body.select.as_deref();
-    let views: Vec<_> = page.iter().map(|thread| thread.view(select)).collect();
+    let Some(extract) = extract else {
+        let views: Vec<_> = page.iter().map(|thread| thread.view(select)).collect();
+        return Ok(with_headers(Json(views), headers));
+    };
+    let views = page
+        .iter()
+        .map(|thread| {
+            let mut view = serde_json::to_value(thread.view(select))?;
+            let extracted = extract.of(&serde_json::to_value(thread.view(None))?);
+            if let Value::Object(fields) = &mut view {
+                fields.insert("extracted".into(), extracted);
+            }
+            Ok(view)
+        })
+        .collect::<Result<Vec<_>, serde_json::Error>>()?;
     Ok(with_headers(Json(views), headers))
 }
 

@@ -459,3 +459,68 @@ async fn a_thread_is_created_with_its_supersteps() {
         "the failed one is not left half made"
     );
 }
+
+#[tokio::test]
+async fn search_extracts_values_by_path() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let thread = send(
+        address,
+        "POST /threads",
+        &json!({"metadata": {"user": "ada", "tags": ["a", "b"]}}),
+    )
+    .await
+    .json();
+    let id = thread["thread_id"].as_str().unwrap();
+    let waited = send(
+        address,
+        &format!("POST /threads/{id}/runs/wait"),
+        &json!({"assistant_id": "hitl", "input": {"messages": [{"type": "human", "content": "hi"}]}}),
+    )
+    .await;
+    assert_eq!(waited.status, 200);
+    let found = send(
+        address,
+        "POST /threads/search",
+        &json!({
+            "metadata": {"user": "ada"},
+            "select": ["thread_id"],
+            "extract": {
+                "who": "metadata.user",
+                "last_tag": "metadata.tags[-1]",
+                "said": "values.messages[-1].content",
+                "count": "values.count",
+                "missing": "values.nothing.here"
+            }
+        }),
+    )
+    .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    let found = found.json();
+    assert_eq!(
+        found[0]["extracted"],
+        json!({"who": "ada", "last_tag": "b", "said": "Hello from the fake model", "count": 1, "missing": null})
+    );
+    assert_eq!(keys(&found[0]), ["extracted", "thread_id"]);
+    for (extract, detail) in [
+        (
+            json!({"status": "values.x"}),
+            "Extract keys cannot use reserved field names: [\"status\"]",
+        ),
+        (
+            json!({"1x": "values.x"}),
+            "Extract key '1x' must be a valid identifier (letters, digits, underscores)",
+        ),
+        (
+            json!({"x": "checkpoint.id"}),
+            "Extract path 'checkpoint.id' must start with one of: values, metadata, config, interrupts",
+        ),
+    ] {
+        let bad = send(
+            address,
+            "POST /threads/search",
+            &json!({"extract": extract}),
+        )
+        .await;
+        assert_eq!((bad.status, bad.json()), (422, json!({"detail": detail})));
+    }
+}
