@@ -701,7 +701,7 @@ SECTIONS: dict[str, Callable[[Session, Ctx], Awaitable[None]]] = {
     "9": sec_9, "10": sec_10, "11": sec_11, "13": sec_13, "14": sec_14, "15": sec_15,
     "16": sec_16, "22": sec_22,
 }
-DEFAULT_SECTIONS = "3-8,12,18,23,9-11,13-16,22"
+DEFAULT_SECTIONS = "3-8,12,18,23,1,2,9-11,13-16,22"
 S1_SECTIONS = {"3", "4", "5", "6", "7", "8", "12", "18", "23"}   # CLIENT-CONFORMANCE section 4
 
 
