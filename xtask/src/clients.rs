@@ -6,7 +6,7 @@
 //! `useStream` runs in Debian's Chromium (Layer 5, screenshots in
 //! `target/server-clients/browser-<backend>`); on the persistent
 //! backends, the failure-injection script (Layer 6) kills a server with
-//! SIGKILL mid-run and cuts a stream. The server is started with `--port
+//! SIGKILL mid-run and cuts a stream, and slow readers are checked once. The server is started with `--port
 //! 0` and stopped at the end of each pass, whatever happens. Last, the
 //! differential run (Layer 3) compares it with the official server, pinned
 //! in its own venv.
@@ -22,6 +22,9 @@ const PYTHON_SUITE: &str = "crates/server/tests/clients/python";
 /// The failure-injection script (Layer 6): a server killed mid-run, a
 /// stream cut mid-run.
 const FAILURES: &str = "crates/server/tests/clients/failure/kill_restart.py";
+/// Layer 6's slow readers: bounded memory, runs not slowed, a resumable
+/// reader that falls behind reconnecting without a loss.
+const SLOW_READER: &str = "crates/server/tests/clients/failure/slow_reader.py";
 /// The differential run against the official server (Layer 3), its lock
 /// file (the official server, pinned) and its allow-list.
 const DIFF: &str = "crates/server/tests/clients/diff";
@@ -182,6 +185,24 @@ pub(crate) fn run(root: &Path, postgres: &str) -> Result<()> {
             )?;
         }
     }
+    // The slow readers, on the embedded default (a SQLite file of its own).
+    println!("\n==> slow readers (sqlite)");
+    let slow = dir.join(format!("slow-{}.db", std::process::id()));
+    let slow_url = format!("sqlite://{}", slow.display());
+    let checked = check(
+        Command::new(&python)
+            .arg(root.join(SLOW_READER))
+            .arg(root.join("target/debug/server"))
+            .arg(&slow_url),
+        "the slow-reader check",
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = slow.clone().into_os_string();
+        path.push(suffix);
+        // Absent files are fine.
+        let _ = std::fs::remove_file(path);
+    }
+    checked?;
     differential(root)?;
     for suffix in ["", "-wal", "-shm"] {
         let mut path = database.clone().into_os_string();

@@ -180,10 +180,14 @@ pub struct StreamSettings {
     /// seconds).
     pub resumable_ttl_seconds: u64,
     /// How many events an SSE client may fall behind before the server
-    /// ends its response (default 1024; it reconnects with its last event
+    /// cuts its response (default 65536; it reconnects with its last event
     /// id, so a resumable run's client loses nothing). The run never waits
     /// for a reader.
     pub subscriber_buffer_events: usize,
+    /// How many bytes of events an SSE client may fall behind (default 4
+    /// MiB): with `subscriber_buffer_events`, what bounds a slow reader's
+    /// memory.
+    pub subscriber_buffer_bytes: usize,
     /// The most bytes of events a resumable run keeps for replay (default
     /// 16 MiB); past it the oldest are dropped, with a warning.
     pub run_log_max_bytes: usize,
@@ -194,13 +198,19 @@ impl Default for StreamSettings {
         Self {
             heartbeat_seconds: 5.0,
             resumable_ttl_seconds: 120,
-            subscriber_buffer_events: 1024,
+            subscriber_buffer_events: 65_536,
+            subscriber_buffer_bytes: 4 * 1024 * 1024,
             run_log_max_bytes: 16 * 1024 * 1024,
         }
     }
 }
 
 impl StreamSettings {
+    /// How far behind a subscriber may fall: events, bytes.
+    pub(crate) fn subscriber_bounds(&self) -> (usize, usize) {
+        (self.subscriber_buffer_events, self.subscriber_buffer_bytes)
+    }
+
     /// The keep-alive interval (at least a millisecond).
     pub fn heartbeat(&self) -> std::time::Duration {
         std::time::Duration::try_from_secs_f64(self.heartbeat_seconds)

@@ -2,7 +2,6 @@
 //! `POST /runs/stream`, and the join `GET /threads/{id}/runs/{run_id}/stream`
 //! with `Last-Event-ID` (API.md 7; TRANSCRIPTS.md sections 4, 11, 12, 16).
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use futures::StreamExt;
 use super::caller::Caller;
 use super::runs::{Accepted, accept, cancel_on_disconnect, locations, run_id};
 use super::{ApiError, ApiState, thread_id, with_headers};
-use crate::runs::events::{StartAt, Subscription};
+use crate::runs::events::{Live, StartAt, Subscription};
 use crate::runs::manager::LiveRun;
 
 pub(super) fn routes() -> Router<ApiState> {
@@ -37,20 +36,25 @@ const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
 /// An SSE response: `events.replay`, then the live events until the run
 /// ends, with a heartbeat comment every `heartbeat` (the first one
 /// heartbeat after the start, as the official server). `cancel`: the run
-/// to cancel if the client goes before it ends.
+/// to cancel if the client goes before it ends. `keep`: which events a
+/// thread's stream shows (all when `None`). A reader dropped for falling
+/// behind gets its response cut (an error, not a clean end), so the SDKs
+/// reconnect with their last event id rather than take the stream as whole.
 fn sse(
     shutdown: &tokio_util::sync::CancellationToken,
     events: Subscription,
     heartbeat: Duration,
     cancel: Option<Arc<LiveRun>>,
+    keep: Option<ThreadModes>,
     locations: impl IntoIterator<Item = (&'static str, HeaderValue)>,
 ) -> Response {
     /// The body's state; cancels the run when dropped early, if asked.
     struct Feed {
         replay: std::vec::IntoIter<Bytes>,
-        live: Option<tokio::sync::mpsc::Receiver<Bytes>>,
+        live: Option<Live>,
         ticks: tokio::time::Interval,
         cancel: Option<Arc<LiveRun>>,
+        keep: Option<ThreadModes>,
         shutdown: tokio_util::sync::CancellationToken,
     }
     impl Drop for Feed {
@@ -69,24 +73,41 @@ fn sse(
         live: events.live,
         ticks,
         cancel,
+        keep,
         shutdown: shutdown.clone(),
     };
     let body = futures::stream::unfold(feed, |mut feed| async move {
         if let Some(frame) = feed.replay.next() {
-            return Some((Ok::<_, Infallible>(frame), feed));
+            return Some((Ok::<_, std::io::Error>(frame), feed));
         }
-        let live = feed.live.as_mut()?;
-        tokio::select! {
-            biased;
-            frame = live.recv() => frame.map(|frame| (Ok(frame), feed)),
-            () = feed.shutdown.cancelled() => {
-                // The server stops: the stream ends, the run does not (the
-                // client reconnects to the next server, which goes on with
-                // it).
-                drop(feed.cancel.take());
-                None
+        loop {
+            let live = feed.live.as_mut()?;
+            tokio::select! {
+                biased;
+                frame = live.recv() => match frame {
+                    Some(frame) if feed.keep.is_none_or(|keep| keep.shows(&frame)) => {
+                        return Some((Ok(frame), feed));
+                    }
+                    Some(_) => {}
+                    None if live.lagged() => {
+                        // Cut, not ended: the client is to reconnect, so
+                        // neither is the run cancelled.
+                        feed.live = None;
+                        drop(feed.cancel.take());
+                        let lagged = std::io::Error::other("the client fell behind the stream");
+                        return Some((Err(lagged), feed));
+                    }
+                    None => return None,
+                },
+                () = feed.shutdown.cancelled() => {
+                    // The server stops: the stream ends, the run does not
+                    // (the client reconnects to the next server, which goes
+                    // on with it).
+                    drop(feed.cancel.take());
+                    return None;
+                }
+                _ = feed.ticks.tick() => return Some((Ok(Bytes::from_static(HEARTBEAT)), feed)),
             }
-            _ = feed.ticks.tick() => Some((Ok(Bytes::from_static(HEARTBEAT)), feed)),
         }
     });
     let headers = [
@@ -140,6 +161,7 @@ fn streamed(state: &ApiState, accepted: Accepted, base: &str) -> Response {
         events,
         state.settings.streams.heartbeat(),
         cancel,
+        None,
         locations(base, "/stream"),
     )
 }
@@ -173,6 +195,7 @@ async fn join_stream(
             events,
             heartbeat,
             cancel,
+            None,
             locations,
         ));
     }
@@ -192,6 +215,7 @@ async fn join_stream(
         &state.runs.shutdown,
         events,
         heartbeat,
+        None,
         None,
         locations,
     ))
@@ -280,28 +304,15 @@ async fn thread_stream(
     let thread_id = thread_id(&raw_id)?;
     super::threads::find(&state, &caller, &thread_id, crate::auth::Action::Read).await?;
     let modes = ThreadModes::parse(query.as_deref())?;
-    let buffer = state.settings.streams.subscriber_buffer_events;
-    let mut followed = state.runs.follow_thread(&thread_id, buffer);
-    // Only the frames the modes show reach the client.
-    let (sender, receiver) = tokio::sync::mpsc::channel(buffer.max(1));
-    if let Some(mut live) = followed.live.take() {
-        tokio::spawn(async move {
-            while let Some(frame) = live.recv().await {
-                if modes.shows(&frame) && sender.send(frame).await.is_err() {
-                    return;
-                }
-            }
-        });
-    }
-    let events = Subscription {
-        replay: Vec::new(),
-        live: Some(receiver),
-    };
+    let events = state
+        .runs
+        .follow_thread(&thread_id, state.settings.streams.subscriber_bounds());
     Ok(sse(
         &state.runs.shutdown,
         events,
         state.settings.streams.heartbeat(),
         None,
+        Some(modes),
         [],
     ))
 }

@@ -1,8 +1,9 @@
 //! A run's events on their way to SSE clients: framed once, handed to
-//! every subscriber through a bounded queue, and kept for a replay when the
-//! run is resumable (API.md 7.1 and 7.6).
+//! every subscriber through a queue bounded in events and bytes, and kept
+//! for a replay when the run is resumable (API.md 7.1 and 7.6).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::body::Bytes;
 use tokio::sync::mpsc;
@@ -77,7 +78,59 @@ impl StartAt {
 /// ones (`None` once the run has ended).
 pub(crate) struct Subscription {
     pub(crate) replay: Vec<Bytes>,
-    pub(crate) live: Option<mpsc::Receiver<Bytes>>,
+    pub(crate) live: Option<Live>,
+}
+
+/// What one subscriber has been sent and not yet read, shared by the
+/// publisher (which adds) and the reader (which takes).
+#[derive(Debug, Default)]
+struct Backlog {
+    events: AtomicUsize,
+    bytes: AtomicUsize,
+    /// Set when the subscriber fell too far behind and was dropped.
+    lagged: AtomicBool,
+}
+
+/// A subscriber's live events.
+#[derive(Debug)]
+pub(crate) struct Live {
+    receiver: mpsc::UnboundedReceiver<Bytes>,
+    backlog: Arc<Backlog>,
+}
+
+impl Live {
+    /// The next event; `None` at the end: the run ended, or this reader
+    /// fell too far behind ([`Live::lagged`]).
+    pub(crate) async fn recv(&mut self) -> Option<Bytes> {
+        let frame = self.receiver.recv().await?;
+        self.backlog.events.fetch_sub(1, Ordering::SeqCst);
+        self.backlog.bytes.fetch_sub(frame.len(), Ordering::SeqCst);
+        Some(frame)
+    }
+
+    /// Whether its events ended because it fell behind (not because the
+    /// run ended): its response must end as an error, so the client
+    /// reconnects (with `Last-Event-ID`) rather than take the stream as
+    /// whole.
+    pub(crate) fn lagged(&self) -> bool {
+        self.backlog.lagged.load(Ordering::SeqCst)
+    }
+
+    /// The next event without waiting (tests).
+    #[cfg(test)]
+    fn try_recv(&mut self) -> Option<Bytes> {
+        let frame = self.receiver.try_recv().ok()?;
+        self.backlog.events.fetch_sub(1, Ordering::SeqCst);
+        self.backlog.bytes.fetch_sub(frame.len(), Ordering::SeqCst);
+        Some(frame)
+    }
+}
+
+/// The publisher's end of one subscriber.
+#[derive(Debug)]
+struct Subscriber {
+    sender: mpsc::UnboundedSender<Bytes>,
+    backlog: Arc<Backlog>,
 }
 
 /// The events of one run.
@@ -86,7 +139,9 @@ pub(crate) struct RunChannel {
     resumable: bool,
     /// Whether events get ids without being kept (a thread's stream).
     ids: bool,
+    /// How many events, and how many bytes, a subscriber may fall behind.
     buffer: usize,
+    buffer_bytes: usize,
     max_log_bytes: usize,
     inner: Mutex<Inner>,
 }
@@ -96,19 +151,25 @@ struct Inner {
     log: std::collections::VecDeque<Logged>,
     log_bytes: usize,
     last_id: Option<EventId>,
-    subscribers: Vec<mpsc::Sender<Bytes>>,
+    subscribers: Vec<Subscriber>,
     closed: bool,
 }
 
 impl RunChannel {
     /// A channel; `resumable` runs keep their events (at most
     /// `max_log_bytes`, the oldest dropped first) and give them ids. Each
-    /// subscriber may fall `buffer` events behind before it is dropped.
-    pub(crate) fn new(resumable: bool, buffer: usize, max_log_bytes: usize) -> Self {
+    /// subscriber may fall `buffer` events and `buffer_bytes` bytes behind
+    /// before it is dropped.
+    pub(crate) fn new(
+        resumable: bool,
+        (buffer, buffer_bytes): (usize, usize),
+        max_log_bytes: usize,
+    ) -> Self {
         Self {
             resumable,
             ids: resumable,
             buffer: buffer.max(1),
+            buffer_bytes: buffer_bytes.max(1),
             max_log_bytes,
             inner: Mutex::default(),
         }
@@ -117,11 +178,12 @@ impl RunChannel {
     /// A thread's stream: every event gets an id, none is kept (a
     /// reconnect gets the live tail); each subscriber may fall `buffer`
     /// events behind.
-    pub(crate) fn thread(buffer: usize) -> Self {
+    pub(crate) fn thread((buffer, buffer_bytes): (usize, usize)) -> Self {
         Self {
             resumable: false,
             ids: true,
             buffer: buffer.max(1),
+            buffer_bytes: buffer_bytes.max(1),
             max_log_bytes: 0,
             inner: Mutex::default(),
         }
@@ -142,9 +204,10 @@ impl RunChannel {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sends an event to every subscriber. A subscriber whose queue is
-    /// full is dropped (its response ends; the official SDKs then
-    /// reconnect with their last id): the run never waits for a reader.
+    /// Sends an event to every subscriber. A subscriber whose backlog is
+    /// full is dropped, marked lagged (its response ends as an error; the
+    /// official SDKs then reconnect with their last id): the run never
+    /// waits for a reader.
     pub(crate) fn publish(&self, name: &str, data: &[u8]) {
         let mut inner = self.inner();
         if inner.closed {
@@ -157,9 +220,20 @@ impl RunChannel {
             id
         });
         let frame = frame(name, data, id);
-        inner
-            .subscribers
-            .retain(|subscriber| subscriber.try_send(frame.clone()).is_ok());
+        let (buffer, buffer_bytes) = (self.buffer, self.buffer_bytes);
+        inner.subscribers.retain(|subscriber| {
+            let backlog = &subscriber.backlog;
+            let events = backlog.events.load(Ordering::SeqCst);
+            let bytes = backlog.bytes.load(Ordering::SeqCst);
+            if events + 1 > buffer || bytes + frame.len() > buffer_bytes {
+                backlog.lagged.store(true, Ordering::SeqCst);
+                return false;
+            }
+            backlog.events.fetch_add(1, Ordering::SeqCst);
+            backlog.bytes.fetch_add(frame.len(), Ordering::SeqCst);
+            // A reader gone: its response ended already.
+            subscriber.sender.send(frame.clone()).is_ok()
+        });
         if let Some(id) = id.filter(|_| self.resumable) {
             inner.log_bytes += frame.len();
             inner.log.push_back(Logged { id, frame });
@@ -187,9 +261,13 @@ impl RunChannel {
                 .collect(),
         };
         let live = (!inner.closed).then(|| {
-            let (sender, receiver) = mpsc::channel(self.buffer);
-            inner.subscribers.push(sender);
-            receiver
+            let (sender, receiver) = mpsc::unbounded_channel();
+            let backlog = Arc::new(Backlog::default());
+            inner.subscribers.push(Subscriber {
+                sender,
+                backlog: Arc::clone(&backlog),
+            });
+            Live { receiver, backlog }
         });
         Subscription { replay, live }
     }
@@ -262,7 +340,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_join_replays_what_it_missed_then_follows() {
-        let channel = RunChannel::new(true, 8, 1 << 20);
+        let channel = RunChannel::new(true, (8, 1 << 20), 1 << 20);
         channel.publish("a", b"1");
         channel.publish("b", b"2");
         let all = channel.subscribe(StartAt::Start);
@@ -285,7 +363,7 @@ mod tests {
         assert!(tail.replay.is_empty());
         channel.publish("c", b"3");
         channel.close();
-        let live = tail.live.as_mut().map(|rx| rx.try_recv().ok());
+        let live = tail.live.as_mut().map(Live::try_recv);
         assert!(matches!(live, Some(Some(frame)) if frame.starts_with(b"event: c")));
         assert!(
             channel.subscribe(StartAt::Start).live.is_none(),
@@ -295,17 +373,38 @@ mod tests {
 
     #[test]
     fn a_reader_that_falls_behind_is_dropped_and_the_run_goes_on() {
-        let channel = RunChannel::new(false, 2, 0);
+        let channel = RunChannel::new(false, (2, 1 << 20), 0);
         let slow = channel.subscribe(StartAt::Now);
         for _ in 0..5 {
             channel.publish("values", b"{}");
         }
         assert!(channel.inner().subscribers.is_empty());
-        let mut live = slow.live;
+        let mut live = slow.live.unwrap();
         let mut got = 0;
-        while let Some(Ok(_)) = live.as_mut().map(mpsc::Receiver::try_recv) {
+        while live.try_recv().is_some() {
             got += 1;
         }
         assert_eq!(got, 2, "what fit in its queue, then the end");
+        assert!(live.lagged(), "dropped for falling behind, not at the end");
+
+        // The byte bound: a big event counts for its size (a 40-byte event
+        // is a 65-byte frame).
+        let channel = RunChannel::new(false, (100, 100), 0);
+        let mut reader = channel.subscribe(StartAt::Now).live.unwrap();
+        channel.publish("values", &[b'x'; 40]);
+        assert!(!reader.lagged());
+        channel.publish("values", &[b'x'; 40]);
+        assert!(reader.lagged(), "over 100 bytes behind");
+        assert!(reader.try_recv().is_some());
+
+        // A reader that keeps up is never dropped, whatever the total.
+        let channel = RunChannel::new(false, (2, 1 << 20), 0);
+        let mut keeping_up = channel.subscribe(StartAt::Now).live.unwrap();
+        for _ in 0..10 {
+            channel.publish("values", b"{}");
+            assert!(keeping_up.try_recv().is_some());
+        }
+        channel.close();
+        assert!(!keeping_up.lagged(), "ended with the run");
     }
 }

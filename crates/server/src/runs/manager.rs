@@ -198,11 +198,11 @@ impl RunManager {
 
     /// Follows a thread's stream: the events of every run on it from now on
     /// (and its `state_update`s), each with an id.
-    pub(crate) fn follow_thread(&self, thread_id: &str, buffer: usize) -> Subscription {
+    pub(crate) fn follow_thread(&self, thread_id: &str, bounds: (usize, usize)) -> Subscription {
         let mut threads = lock(&self.threads);
         let channel = threads
             .entry(thread_id.to_owned())
-            .or_insert_with(|| Arc::new(RunChannel::thread(buffer)))
+            .or_insert_with(|| Arc::new(RunChannel::thread(bounds)))
             .clone();
         self.followed.store(threads.len(), Ordering::SeqCst);
         channel.subscribe(StartAt::Now)
@@ -531,7 +531,7 @@ fn go_live(core: &Core, run: &Run) -> Arc<LiveRun> {
         cancel: CancellationToken::new(),
         events: RunChannel::new(
             run.kwargs.resumable,
-            streams.subscriber_buffer_events,
+            streams.subscriber_bounds(),
             streams.run_log_max_bytes,
         ),
         outcome: watch::Sender::new(None),
