@@ -413,12 +413,7 @@ impl AssistantFilter {
                 .name
                 .as_ref()
                 .is_none_or(|name| assistant.name.to_lowercase().contains(&name.to_lowercase()))
-            && self.metadata.as_ref().is_none_or(|wanted| {
-                crate::wire::contains(
-                    &Value::Object(assistant.metadata.clone()),
-                    &Value::Object(wanted.clone()),
-                )
-            })
+            && crate::wire::metadata_contains(&assistant.metadata, self.metadata.as_ref())
     }
 }
 
@@ -448,8 +443,8 @@ impl AssistantSearch {
     /// One page of `found` (every match) in this search's order, and the
     /// count of matches. Names and graph ids sort case-insensitively, as
     /// the official server's; ties by id, so pages are stable.
-    pub(crate) fn page(&self, mut found: Vec<Assistant>) -> (Vec<Assistant>, usize) {
-        found.sort_by(|a, b| {
+    pub(crate) fn page(&self, found: Vec<Assistant>) -> (Vec<Assistant>, usize) {
+        let order = |a: &Assistant, b: &Assistant| {
             let by = match self.sort_by {
                 AssistantSort::AssistantId => std::cmp::Ordering::Equal,
                 AssistantSort::GraphId => a.graph_id.to_lowercase().cmp(&b.graph_id.to_lowercase()),
@@ -458,18 +453,9 @@ impl AssistantSearch {
                 AssistantSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
             }
             .then_with(|| a.assistant_id.cmp(&b.assistant_id));
-            match self.sort_order {
-                crate::threads::SortOrder::Asc => by,
-                crate::threads::SortOrder::Desc => by.reverse(),
-            }
-        });
-        let total = found.len();
-        let page = found
-            .into_iter()
-            .skip(self.offset)
-            .take(self.limit)
-            .collect();
-        (page, total)
+            self.sort_order.apply(by)
+        };
+        crate::wire::sorted_page(found, order, self.offset, self.limit)
     }
 }
 
@@ -486,12 +472,7 @@ impl VersionQuery {
     /// The page of `versions` (any order) this query asks for.
     pub(crate) fn page(&self, mut versions: Vec<AssistantVersion>) -> Vec<AssistantVersion> {
         versions.retain(|version| {
-            self.metadata.as_ref().is_none_or(|wanted| {
-                crate::wire::contains(
-                    &Value::Object(version.metadata.clone()),
-                    &Value::Object(wanted.clone()),
-                )
-            })
+            crate::wire::metadata_contains(&version.metadata, self.metadata.as_ref())
         });
         versions.sort_by_key(|version| std::cmp::Reverse(version.version));
         versions

@@ -327,6 +327,16 @@ pub(crate) enum SortOrder {
     Desc,
 }
 
+impl SortOrder {
+    /// `by` in this order.
+    pub(crate) fn apply(self, by: std::cmp::Ordering) -> std::cmp::Ordering {
+        match self {
+            Self::Asc => by,
+            Self::Desc => by.reverse(),
+        }
+    }
+}
+
 /// Which threads a search or count takes.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -356,12 +366,7 @@ impl ThreadFilter {
                 .auth
                 .as_ref()
                 .is_none_or(|auth| auth.matches(&thread.metadata))
-            && self.metadata.as_ref().is_none_or(|wanted| {
-                contains(
-                    &Value::Object(thread.metadata.clone()),
-                    &Value::Object(wanted.clone()),
-                )
-            })
+            && crate::wire::metadata_contains(&thread.metadata, self.metadata.as_ref())
             && self.values.as_ref().is_none_or(|wanted| {
                 thread
                     .values()
@@ -392,10 +397,7 @@ impl ThreadSearch {
             ThreadSort::StateUpdatedAt => a.state_updated_at.cmp(&b.state_updated_at),
         }
         .then_with(|| a.thread_id.cmp(&b.thread_id));
-        match self.sort_order {
-            SortOrder::Asc => by,
-            SortOrder::Desc => by.reverse(),
-        }
+        self.sort_order.apply(by)
     }
 }
 

@@ -72,6 +72,34 @@ pub(crate) fn contains(have: &Value, wanted: &Value) -> bool {
     }
 }
 
+/// Whether `metadata` contains `wanted` as `jsonb @>` decides (no filter:
+/// yes): the filter every search takes on metadata.
+pub(crate) fn metadata_contains(
+    metadata: &serde_json::Map<String, Value>,
+    wanted: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    wanted.is_none_or(|wanted| {
+        wanted
+            .iter()
+            .all(|(key, wanted)| metadata.get(key).is_some_and(|have| contains(have, wanted)))
+    })
+}
+
+/// One page of a search's matches: `found` sorted by `order` (ties by the
+/// caller's own rule, so pages are stable), then `offset` and `limit`; and
+/// how many matched in all.
+pub(crate) fn sorted_page<T>(
+    mut found: Vec<T>,
+    order: impl FnMut(&T, &T) -> std::cmp::Ordering,
+    offset: usize,
+    limit: usize,
+) -> (Vec<T>, usize) {
+    found.sort_by(order);
+    let total = found.len();
+    let page = found.into_iter().skip(offset).take(limit).collect();
+    (page, total)
+}
+
 /// The keys a LangChain message may have.
 const MESSAGE_KEYS: [&str; 15] = [
     "content",

@@ -388,12 +388,7 @@ impl CronFilter {
                 .as_ref()
                 .is_none_or(|id| cron.thread_id.as_ref() == Some(id))
             && self.enabled.is_none_or(|enabled| enabled == cron.enabled)
-            && self.metadata.as_ref().is_none_or(|wanted| {
-                crate::wire::contains(
-                    &Value::Object(cron.metadata.clone()),
-                    &Value::Object(wanted.clone()),
-                )
-            })
+            && crate::wire::metadata_contains(&cron.metadata, self.metadata.as_ref())
     }
 }
 
@@ -423,8 +418,8 @@ pub(crate) struct CronSearch {
 impl CronSearch {
     /// One page of `found` in this search's order, and the count of
     /// matches (ties by id, so pages are stable).
-    pub(crate) fn page(&self, mut found: Vec<Cron>) -> (Vec<Cron>, usize) {
-        found.sort_by(|a, b| {
+    pub(crate) fn page(&self, found: Vec<Cron>) -> (Vec<Cron>, usize) {
+        let order = |a: &Cron, b: &Cron| {
             let by = match self.sort_by {
                 CronSort::CronId => std::cmp::Ordering::Equal,
                 CronSort::AssistantId => a.assistant_id.cmp(&b.assistant_id),
@@ -435,18 +430,9 @@ impl CronSearch {
                 CronSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
             }
             .then_with(|| a.cron_id.cmp(&b.cron_id));
-            match self.sort_order {
-                SortOrder::Asc => by,
-                SortOrder::Desc => by.reverse(),
-            }
-        });
-        let total = found.len();
-        let page = found
-            .into_iter()
-            .skip(self.offset)
-            .take(self.limit)
-            .collect();
-        (page, total)
+            self.sort_order.apply(by)
+        };
+        crate::wire::sorted_page(found, order, self.offset, self.limit)
     }
 }
 

@@ -191,15 +191,13 @@ fn missing_migrations(
 
 /// One page of `found` (every match) in `search`'s order, and the count of
 /// matches.
-fn page(mut found: Vec<Thread>, search: &ThreadSearch) -> (Vec<Thread>, usize) {
-    found.sort_by(|a, b| search.compare(a, b));
-    let total = found.len();
-    let page = found
-        .into_iter()
-        .skip(search.offset)
-        .take(search.limit)
-        .collect();
-    (page, total)
+fn page(found: Vec<Thread>, search: &ThreadSearch) -> (Vec<Thread>, usize) {
+    crate::wire::sorted_page(
+        found,
+        |a, b| search.compare(a, b),
+        search.offset,
+        search.limit,
+    )
 }
 
 /// A repository operation that failed in its backend.

@@ -14,6 +14,13 @@ use crate::support::{call, on_a_free_port, send};
 async fn serve_on(url: &str) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let mut settings = on_a_free_port();
     settings.database.url = url.to_owned();
+    serve_with(settings).await
+}
+
+/// The fixture graphs served with `settings`.
+async fn serve_with(
+    settings: stategraph_server::Settings,
+) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let mut builder = Server::builder().settings(settings);
     for (id, graph) in stategraph_server::fixtures::all().unwrap() {
         builder = builder.graph(id, graph);
@@ -327,28 +334,10 @@ async fn shutdown_ends_streams_lets_runs_finish_and_leaves_the_rest_to_the_next_
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("server.db").display());
     let serve = |grace: f64| {
-        let url = url.clone();
-        async move {
-            let mut settings = on_a_free_port();
-            settings.database.url = url;
-            settings.server.shutdown_grace_seconds = grace;
-            let mut builder = Server::builder().settings(settings);
-            for (id, graph) in stategraph_server::fixtures::all().unwrap() {
-                builder = builder.graph(id, graph);
-            }
-            let bound = builder.build().await.unwrap().bind().await.unwrap();
-            let address = bound.local_addr();
-            let (stop, stopped) = oneshot::channel::<()>();
-            let task = tokio::spawn(async move {
-                bound
-                    .serve_until(async {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-            (address, stop, task)
-        }
+        let mut settings = on_a_free_port();
+        settings.database.url.clone_from(&url);
+        settings.server.shutdown_grace_seconds = grace;
+        serve_with(settings)
     };
     let (address, stop, task) = serve(5.0).await;
     let thread = send(address, "POST /threads", &json!({})).await.json();
