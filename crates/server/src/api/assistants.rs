@@ -52,7 +52,19 @@ async fn find(
     raw: &str,
     action: Action,
 ) -> Result<Assistant, ApiError> {
-    let id = assistant_id(raw)?;
+    visible(state, caller, &assistant_id(raw)?, action)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Not Found"))
+}
+
+/// The assistant with id `id` if there is one the caller may do `action`
+/// on (a 403 when the caller may not do it at all).
+async fn visible(
+    state: &ApiState,
+    caller: &Caller,
+    id: &str,
+    action: Action,
+) -> Result<Option<Assistant>, ApiError> {
     let filter = caller
         .filter(
             state,
@@ -61,11 +73,10 @@ async fn find(
             json!({"assistant_id": id}),
         )
         .await?;
-    state
-        .assistant(&id)
+    Ok(state
+        .assistant(id)
         .await?
-        .filter(|assistant| passes(filter.as_ref(), &assistant.metadata))
-        .ok_or_else(|| ApiError::not_found("Not Found"))
+        .filter(|assistant| passes(filter.as_ref(), &assistant.metadata)))
 }
 
 /// `POST /assistants`: a new assistant (version 1), or with `if_exists:
@@ -275,19 +286,10 @@ async fn delete(
     Query(query): Query<DeleteQuery>,
 ) -> Result<Response, ApiError> {
     let id = assistant_id(&raw_id)?;
-    let filter = caller
-        .filter(
-            &state,
-            Resource::Assistants,
-            Action::Delete,
-            json!({"assistant_id": id}),
-        )
-        .await?;
-    let visible = state
-        .assistant(&id)
+    if visible(&state, &caller, &id, Action::Delete)
         .await?
-        .is_some_and(|assistant| passes(filter.as_ref(), &assistant.metadata));
-    if !visible {
+        .is_none()
+    {
         return Err(ApiError::not_found(format!(
             "Assistant with ID {id} not found"
         )));

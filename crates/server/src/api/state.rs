@@ -46,7 +46,8 @@ pub(super) fn no_graph(thread_id: &str) -> ApiError {
 }
 
 /// Brings the thread's record up to date with its latest state (values,
-/// interrupts, status); the state.
+/// interrupts, status); the state, and the record after it (`None` when
+/// the thread is gone).
 ///
 /// # Errors
 /// The graph's or the repository's.
@@ -54,7 +55,7 @@ pub(super) async fn record_latest(
     state: &ApiState,
     graph: &CompiledStateGraph,
     thread_id: &str,
-) -> Result<stategraph::pregel::StateSnapshot, ApiError> {
+) -> Result<(stategraph::pregel::StateSnapshot, Option<Thread>), ApiError> {
     let latest = graph.get_state(&RunnableConfig::thread(thread_id)).await?;
     let (status, content) = thread_content(&latest, None)?;
     let patch = ThreadPatch {
@@ -62,8 +63,8 @@ pub(super) async fn record_latest(
         content: Some(content),
         ..ThreadPatch::default()
     };
-    state.repository.patch_thread(thread_id, patch).await?;
-    Ok(latest)
+    let thread = state.repository.patch_thread(thread_id, patch).await?;
+    Ok((latest, thread))
 }
 
 /// The graph a thread's runs use: the one its metadata's `graph_id` names
@@ -254,7 +255,7 @@ async fn update(
             body.as_node.as_deref(),
         )
         .await?;
-    let latest = record_latest(&state, graph, &thread.thread_id).await?;
+    let (latest, _) = record_latest(&state, graph, &thread.thread_id).await?;
     drop(gate);
     if state.runs.thread_followed(&thread.thread_id) {
         let event = serde_json::json!({

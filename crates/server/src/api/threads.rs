@@ -145,8 +145,9 @@ async fn create(
                 }
                 return Err(err.into());
             }
-            super::state::record_latest(&state, graph, &thread.thread_id).await?;
-            let thread = find(&state, &Caller::default(), &thread.thread_id, Action::Read).await?;
+            let (_, recorded) =
+                super::state::record_latest(&state, graph, &thread.thread_id).await?;
+            let thread = recorded.ok_or_else(|| ApiError::thread_not_found(&thread.thread_id))?;
             Ok(Json(thread.view(None)).into_response())
         }
         Inserted::Existing(thread) => match body.if_exists.unwrap_or_default() {
