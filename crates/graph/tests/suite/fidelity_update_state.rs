@@ -801,3 +801,79 @@ async fn update_state_in_a_subgraph_namespace() {
         recorded["unknown_namespace"]
     );
 }
+
+/// An update by a command (LangGraph's `update_state(Command(...))`, the
+/// server's superstep `command`): its `update` is written, its `goto`
+/// adds branches on top of the node's edges, its `resume` does nothing.
+/// Expected values recorded from LangGraph 1.2.22 on the same chain,
+/// paused before `b`.
+#[tokio::test]
+async fn update_state_by_a_command_writes_its_update_and_follows_its_goto() {
+    let app = chain(&["a", "b", "c"], &["b"]);
+    let cases = [
+        (
+            "cmd-goto",
+            Command::new()
+                .update_json(json!({"log": ["cmd"]}))
+                .goto("c"),
+            json!({"log": ["a", "cmd"]}),
+            vec!["b", "c"],
+            json!({"log": ["a", "cmd", "b", "c", "c"]}),
+        ),
+        (
+            "cmd-send",
+            Command::new().goto(stategraph_pregel::Send::new(
+                "c",
+                Value::from_json(json!({"log": ["sent"]})),
+            )),
+            json!({"log": ["a"]}),
+            vec!["c", "b"],
+            json!({"log": ["a", "b", "c", "c"]}),
+        ),
+        (
+            "cmd-resume",
+            Command::new()
+                .resume(Value::from_json(json!("x")))
+                .update_json(json!({"x": "r"}))
+                .goto("c"),
+            json!({"x": "r", "log": ["a"]}),
+            vec!["b", "c"],
+            json!({"x": "r", "log": ["a", "b", "c", "c"]}),
+        ),
+        (
+            "cmd-no-goto",
+            Command::new().update_json(json!({"log": ["u"]})),
+            json!({"log": ["a", "u"]}),
+            vec!["b"],
+            json!({"log": ["a", "u", "b", "c"]}),
+        ),
+    ];
+    for (name, command, values, next, after) in cases {
+        let cfg = thread(name);
+        app.graph
+            .invoke(Value::from_json(json!({"log": []})), &cfg)
+            .await
+            .unwrap();
+        let mut one = StateUpdate::command(command);
+        one.as_node = Some("a".into());
+        app.graph
+            .bulk_update_state(&cfg, vec![vec![one]])
+            .await
+            .unwrap();
+        let snapshot = app.graph.get_state(&cfg).await.unwrap();
+        assert_eq!(snapshot.values.to_json().unwrap(), values, "{name}");
+        assert_eq!(snapshot.next, next, "{name}");
+        assert_eq!(invoke(&app, Input::Resume, &cfg).await, after, "{name}");
+    }
+
+    // Only real nodes take a command.
+    let cfg = start(&app, "cmd-special").await;
+    let mut special = StateUpdate::command(Command::new().goto("c"));
+    special.as_node = Some(INPUT.into());
+    let err = app
+        .graph
+        .bulk_update_state(&cfg, vec![vec![special]])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PregelError::InvalidUpdate(_)), "{err}");
+}

@@ -12,6 +12,7 @@ use super::checkpointing::{Checkpointing, target_of};
 use super::pregel_loop::PregelLoop;
 use super::state::detached;
 use super::task::{Task, TaskPath};
+use crate::command::Command;
 use crate::error::{PregelError, Result};
 use crate::graph::Pregel;
 use crate::names;
@@ -42,6 +43,12 @@ pub struct StateUpdate {
     /// the checkpoint had planned for that node (so the checkpoint's history
     /// shows that task's result), or makes one.
     pub task_id: Option<String>,
+    /// What the node "returned" as a [`Command`], in place of `values`
+    /// (LangGraph's `StateUpdate(Command(...), as_node)`): its `update` is
+    /// the node's write and its `goto` adds branches on top of the node's
+    /// own edges. Its `resume` does nothing (no node runs). Only for real
+    /// nodes, not the special `as_node` values.
+    pub command: Option<Command>,
 }
 
 impl StateUpdate {
@@ -56,6 +63,15 @@ impl StateUpdate {
     /// An update that writes nothing (its node's edges still fire).
     pub fn none() -> Self {
         Self::default()
+    }
+
+    /// An update by a command: its `update` written, its `goto` followed,
+    /// as if `as_node` had returned it.
+    pub fn command(command: Command) -> Self {
+        Self {
+            command: Some(command),
+            ..Self::default()
+        }
     }
 
     /// Acts as `node`.
@@ -100,7 +116,7 @@ impl Pregel {
         let update = StateUpdate {
             values,
             as_node: as_node.map(str::to_owned),
-            task_id: None,
+            ..StateUpdate::default()
         };
         self.bulk_update_state(config, vec![vec![update]]).await
     }
@@ -208,6 +224,16 @@ impl PregelLoop {
         let several = updates.len() > 1;
         let lead = &updates[0];
         let mut then = None;
+        if let Some(special) = lead
+            .as_node
+            .as_deref()
+            .filter(|node| [names::END, names::INPUT, names::COPY].contains(node))
+            && lead.command.is_some()
+        {
+            return Err(invalid(&format!(
+                "A command cannot be applied as {special}, only as a node"
+            )));
+        }
         match lead.as_node.as_deref() {
             Some(names::END) if lead.values.is_none() => {
                 if several {
@@ -377,7 +403,13 @@ impl PregelLoop {
                     .and_then(VecDeque::pop_front)
                     .unwrap_or_else(|| update_task_id(base.unwrap_or(&fresh), index)),
             };
-            let output = update.values.map_or(NodeOutput::None, NodeOutput::Value);
+            let output = match (update.command, update.values) {
+                (Some(mut command), _) => {
+                    command.resume = None;
+                    NodeOutput::Command(command)
+                }
+                (None, values) => values.map_or(NodeOutput::None, NodeOutput::Value),
+            };
             let mut task = Task::input(Vec::new());
             task.node = node;
             task.path = TaskPath::Update(index);
@@ -497,7 +529,7 @@ fn copy_updates(values: Option<Value>) -> Result<Option<Vec<StateUpdate>>> {
                 Ok(StateUpdate {
                     values,
                     as_node,
-                    task_id: None,
+                    ..StateUpdate::default()
                 })
             }
             other => Err(invalid(&format!(
