@@ -20,5 +20,6 @@ mod wire;
 pub use error::Error;
 pub use server::{BoundServer, Server, ServerBuilder};
 pub use settings::{
-    DatabaseSettings, HttpSettings, RunSettings, ServerSettings, Settings, StreamSettings,
+    CronSettings, DatabaseSettings, HttpSettings, RunSettings, ServerSettings, Settings,
+    StoreSettings, StreamSettings, ThreadSettings, TtlStrategy, WebhookSettings,
 };

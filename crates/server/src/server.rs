@@ -337,6 +337,8 @@ impl BoundServer {
             .crons
             .enabled
             .then(|| tokio::spawn(crate::crons::scheduler::run(Arc::clone(&self.core))));
+        // So does the sweeper of expired threads.
+        let ttl_sweeper = tokio::spawn(crate::api::sweep_expired_threads(Arc::clone(&self.core)));
         // On shutdown, open streams end (so connections close) and runs in
         // flight get `server.shutdown_grace_seconds` to finish; the rest
         // are taken over by the next server on the database.
@@ -354,6 +356,7 @@ impl BoundServer {
         if let Some(scheduler) = scheduler {
             scheduler.abort();
         }
+        ttl_sweeper.abort();
         if !self.core.runs.drain(grace).await {
             tracing::warn!(
                 "runs still in flight at shutdown; the next server on this database takes them over"

@@ -24,6 +24,8 @@ pub struct Settings {
     pub streams: StreamSettings,
     /// The cron scheduler.
     pub crons: CronSettings,
+    /// Threads' time to live (`langgraph.json`'s `checkpointer.ttl`).
+    pub threads: ThreadSettings,
     /// The store's expiry (`langgraph.json`'s `store.ttl`).
     pub store: StoreSettings,
     /// Which webhook URLs runs may give (`langgraph.json`'s `webhooks.url`).
@@ -97,6 +99,65 @@ impl StoreSettings {
         ttl.refresh_on_read = self.refresh_on_read;
         ttl.sweep_interval_minutes = Some(self.sweep_interval_minutes);
         stategraph::store::StoreOptions::new().with_ttl(ttl)
+    }
+}
+
+/// What happens to a thread whose TTL runs out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TtlStrategy {
+    /// The thread goes, with its runs, crons and checkpoints.
+    #[default]
+    Delete,
+    /// The thread stays with its latest checkpoint only; its TTL starts
+    /// again.
+    KeepLatest,
+}
+
+impl TtlStrategy {
+    /// Its API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delete => "delete",
+            Self::KeepLatest => "keep_latest",
+        }
+    }
+}
+
+/// Threads' time to live: the TTL of threads created without one, and the
+/// sweeper that acts on expired threads.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ThreadSettings {
+    /// The TTL, in minutes, of a thread whose create request names none
+    /// (default none: threads live until deleted).
+    pub default_ttl_minutes: Option<f64>,
+    /// What the default TTL does (default `delete`).
+    pub default_ttl_strategy: TtlStrategy,
+    /// How often expired threads are looked for (default 5 minutes).
+    pub sweep_interval_minutes: f64,
+    /// Expired threads handled per sweep, at most (default 1000).
+    pub sweep_limit: usize,
+}
+
+impl Default for ThreadSettings {
+    fn default() -> Self {
+        Self {
+            default_ttl_minutes: None,
+            default_ttl_strategy: TtlStrategy::Delete,
+            sweep_interval_minutes: 5.0,
+            sweep_limit: 1000,
+        }
+    }
+}
+
+impl ThreadSettings {
+    /// The interval between sweeps (at least 10 milliseconds).
+    pub fn sweep_interval(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.sweep_interval_minutes * 60.0)
+            .unwrap_or(std::time::Duration::from_secs(300))
+            .max(std::time::Duration::from_millis(10))
     }
 }
 
@@ -364,6 +425,13 @@ impl Settings {
                 seconds,
                 "a number of seconds",
             )?;
+        }
+        if let Some(minutes) = var("STATEGRAPH_THREAD_TTL_MINUTES") {
+            self.threads.default_ttl_minutes = Some(parse(
+                "STATEGRAPH_THREAD_TTL_MINUTES",
+                minutes,
+                "a number of minutes",
+            )?);
         }
         if let Some(origins) = var("STATEGRAPH_CORS_ALLOW_ORIGINS") {
             self.http.cors_allow_origins = origins

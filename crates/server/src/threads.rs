@@ -6,6 +6,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::settings::{ThreadSettings, TtlStrategy};
+
 /// A thread's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -68,6 +70,87 @@ pub(crate) struct Thread {
     pub(crate) status: ThreadStatus,
     pub(crate) config: Map<String, Value>,
     pub(crate) content: ThreadContent,
+    /// Its time to live, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ttl: Option<ThreadTtl>,
+}
+
+/// A thread's time to live (the official `ThreadTTLInfo`): counted from
+/// the create or patch that set it; runs and updates do not extend it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ThreadTtl {
+    pub(crate) strategy: TtlStrategy,
+    pub(crate) ttl_minutes: f64,
+    #[serde(with = "crate::wire::api_time")]
+    pub(crate) expires_at: DateTime<Utc>,
+}
+
+impl ThreadTtl {
+    /// A TTL of `minutes` set `now`.
+    pub(crate) fn new(strategy: TtlStrategy, minutes: f64, now: DateTime<Utc>) -> Self {
+        // Checked finite and not negative by the callers; the cap keeps
+        // the sum in chrono's range.
+        let millis = (minutes.clamp(0.0, 1.0e12) * 60_000.0) as i64;
+        Self {
+            strategy,
+            ttl_minutes: minutes,
+            expires_at: now + chrono::Duration::milliseconds(millis),
+        }
+    }
+
+    /// A request's `ttl` (`{"ttl": minutes, "strategy": "delete" |
+    /// "keep_latest"}`, the strategy `delete` when left out); `None` for
+    /// `{}`, which sets none, as on the official server.
+    ///
+    /// # Errors
+    /// What is wrong, for a 422: not an object, minutes that are not a
+    /// number of zero or more, an unknown strategy.
+    pub(crate) fn from_request(value: &Value, now: DateTime<Utc>) -> Result<Option<Self>, String> {
+        let Value::Object(fields) = value else {
+            return Err(format!(
+                "ttl must be an object like {{\"ttl\": minutes, \"strategy\": \"delete\"}}, not {value}"
+            ));
+        };
+        let strategy = match fields.get("strategy") {
+            None | Some(Value::Null) => TtlStrategy::Delete,
+            Some(given) => serde_json::from_value(given.clone()).map_err(|_| {
+                format!("ttl.strategy must be \"delete\" or \"keep_latest\", not {given}")
+            })?,
+        };
+        match fields.get("ttl") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(minutes)) => match minutes.as_f64() {
+                Some(minutes) if minutes.is_finite() && minutes >= 0.0 => {
+                    Ok(Some(Self::new(strategy, minutes, now)))
+                }
+                _ => Err(format!(
+                    "ttl.ttl must be a number of minutes, zero or more, not {minutes}"
+                )),
+            },
+            Some(other) => Err(format!("ttl.ttl must be a number of minutes, not {other}")),
+        }
+    }
+
+    /// The TTL of a thread made `now` without one: the server's default.
+    pub(crate) fn default_of(settings: &ThreadSettings, now: DateTime<Utc>) -> Option<Self> {
+        settings
+            .default_ttl_minutes
+            .map(|minutes| Self::new(settings.default_ttl_strategy, minutes, now))
+    }
+
+    /// The same TTL, started again `now`.
+    pub(crate) fn restarted(&self, now: DateTime<Utc>) -> Self {
+        Self::new(self.strategy, self.ttl_minutes, now)
+    }
+
+    /// Its API form: `{"strategy", "ttl_minutes", "expires_at"}`.
+    pub(crate) fn view(&self) -> Value {
+        serde_json::json!({
+            "strategy": self.strategy.as_str(),
+            "ttl_minutes": self.ttl_minutes,
+            "expires_at": crate::wire::timestamp(self.expires_at),
+        })
+    }
 }
 
 impl Thread {
@@ -82,6 +165,7 @@ impl Thread {
             status: ThreadStatus::Idle,
             config: Map::new(),
             content: ThreadContent::Fresh,
+            ttl: None,
         }
     }
 
@@ -410,6 +494,9 @@ pub(crate) struct ThreadPatch {
     pub(crate) config: Option<Map<String, Value>>,
     /// New content; also moves `state_updated_at`.
     pub(crate) content: Option<ThreadContent>,
+    /// A new time to live (there is no way to remove one, as on the
+    /// official server).
+    pub(crate) ttl: Option<ThreadTtl>,
 }
 
 impl ThreadPatch {
@@ -428,6 +515,9 @@ impl ThreadPatch {
         if let Some(content) = self.content {
             thread.content = content;
             thread.state_updated_at = now;
+        }
+        if let Some(ttl) = self.ttl {
+            thread.ttl = Some(ttl);
         }
     }
 }

@@ -2,19 +2,28 @@
 //! `webhook` URL makes the server POST the run's result there once it
 //! ends: the run record with `status`, `run_started_at`, `run_ended_at`,
 //! `webhook_sent_at`, the thread's final `values`, and `error` when it
-//! failed. One attempt; a failure is logged. URLs are checked when the run
-//! is asked for, and again before the call, against `[webhooks]`: as the
-//! official server, loopback hosts (and names that resolve to them) are
-//! refused unless allowed, and a domain allow-list, `https` and ports can
-//! be required.
+//! failed. As the official server, a call that times out, cannot connect
+//! or gets 5xx or 429 is tried again (three attempts in all, about 1 s
+//! then 2 s apart, with jitter); a final failure is logged and leaves the
+//! run as it is. URLs are checked when the run is asked for, and again
+//! before the call, against `[webhooks]`: loopback hosts (and names that
+//! resolve to them) are refused unless allowed, and a domain allow-list,
+//! `https` and ports can be required. A relative URL (`/path?query`),
+//! allowed with the loopback hosts, is one of this server's own routes,
+//! called in process and without authentication, as the official server's
+//! loopback client does.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use serde_json::{Value, json};
+use tower::ServiceExt;
 
-use crate::api::ApiError;
+use crate::api::{ApiError, Loopback};
 use crate::runs::Run;
+use crate::server::Core;
 use crate::settings::WebhookSettings;
 
 /// The official text for a refused loopback webhook.
@@ -30,13 +39,11 @@ pub(crate) async fn check(url: &str, settings: &WebhookSettings) -> Result<(), A
         return Err(ApiError::invalid("Webhook URL too long"));
     }
     if url.starts_with('/') {
-        // The official server calls its own routes for these; this one
-        // does not (yet): refused either way, never dropped.
-        return Err(if settings.allow_loopback {
-            ApiError::unsupported("A relative webhook URL")
+        return if settings.allow_loopback {
+            Ok(())
         } else {
-            ApiError::invalid(LOOPBACK)
-        });
+            Err(ApiError::invalid(LOOPBACK))
+        };
     }
     let parsed = reqwest::Url::parse(url)
         .map_err(|err| ApiError::invalid(format!("Invalid webhook URL: {err}")))?;
@@ -136,30 +143,123 @@ pub(crate) fn payload(run: &Run, ended: &Ended) -> Value {
     body
 }
 
+/// Attempts at one webhook, in all.
+const ATTEMPTS: u32 = 3;
+
 /// POSTs `body` to `url` on a task of its own, after checking the URL
 /// again (the settings may have changed since the run was asked for).
-pub(crate) fn send(client: reqwest::Client, settings: WebhookSettings, url: String, body: Value) {
+pub(crate) fn send(core: Arc<Core>, url: String, body: Value) {
     tokio::spawn(async move {
-        if let Err(err) = check(&url, &settings).await {
+        let settings = &core.settings.webhooks;
+        if let Err(err) = check(&url, settings).await {
             tracing::warn!(webhook = %url, error = ?err, "a webhook was not called: its URL is refused");
             return;
         }
-        let answer = client
-            .post(&url)
-            .timeout(Duration::from_secs_f64(settings.timeout_seconds.max(0.001)))
-            .json(&body)
-            .send()
-            .await;
-        match answer {
-            Ok(answer) if answer.status().is_success() => {
-                tracing::info!(webhook = %url, "called a run's webhook");
+        let timeout = Duration::from_secs_f64(settings.timeout_seconds.max(0.001));
+        for attempt in 1..=ATTEMPTS {
+            let outcome = if url.starts_with('/') {
+                call_own_route(&core, &url, &body, timeout).await
+            } else {
+                call(&core.http, &url, &body, timeout).await
+            };
+            match outcome {
+                Ok(()) => {
+                    tracing::info!(webhook = %url, attempt, "called a run's webhook");
+                    return;
+                }
+                Err(failure) if failure.retry && attempt < ATTEMPTS => {
+                    tracing::debug!(webhook = %url, attempt, error = %failure.message, "a webhook call failed; trying again");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(failure) => {
+                    tracing::warn!(webhook = %url, attempt, error = %failure.message, "a webhook call failed");
+                    return;
+                }
             }
-            Ok(answer) => {
-                tracing::warn!(webhook = %url, status = %answer.status(), "a webhook answered with an error");
-            }
-            Err(err) => tracing::warn!(webhook = %url, error = %err, "a webhook call failed"),
         }
     });
+}
+
+/// Why one call failed, and whether another attempt may succeed.
+struct Failure {
+    message: String,
+    retry: bool,
+}
+
+impl Failure {
+    /// A failure by the answer's status: 5xx and 429 are worth another try.
+    fn status(status: StatusCode) -> Self {
+        Self {
+            message: format!("answered {status}"),
+            retry: status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS,
+        }
+    }
+}
+
+/// One POST to an absolute URL.
+async fn call(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Result<(), Failure> {
+    let answer = client
+        .post(url)
+        .timeout(timeout)
+        .json(body)
+        .send()
+        .await
+        .map_err(|err| Failure {
+            message: err.to_string(),
+            retry: err.is_timeout() || err.is_connect() || err.is_request(),
+        })?;
+    let status =
+        StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(Failure::status(status))
+    }
+}
+
+/// One POST to this server's own route `path` (with its query), in
+/// process: no socket, and no authentication (the [`Loopback`] mark).
+async fn call_own_route(
+    core: &Arc<Core>,
+    path: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Result<(), Failure> {
+    let internal = |message: String| Failure {
+        message,
+        retry: false,
+    };
+    let mut request = axum::http::Request::post(path)
+        .header(axum::http::header::HOST, "api")
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .map_err(|err| internal(format!("not a request path: {err}")))?;
+    request.extensions_mut().insert(Loopback);
+    let call = crate::api::router(Arc::clone(core)).oneshot(request);
+    let answer = tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| Failure {
+            message: format!("no answer within {timeout:?}"),
+            retry: true,
+        })?
+        .map_err(|never| match never {})?;
+    if answer.status().is_success() {
+        Ok(())
+    } else {
+        Err(Failure::status(answer.status()))
+    }
+}
+
+/// The wait before attempt `attempt + 1`: 1 s, then 2 s, each plus up to
+/// 1 s of jitter (the official server's exponential backoff with jitter).
+fn backoff(attempt: u32) -> Duration {
+    let base = f64::from(1_u32 << (attempt - 1).min(4));
+    Duration::from_secs_f64(base + stategraph::core::random_unit())
 }
 
 #[cfg(test)]

@@ -42,6 +42,13 @@ impl From<AuthError> for ApiError {
     }
 }
 
+/// The mark of a request the server makes to itself (a relative webhook
+/// URL): it is not authenticated, as the official server's loopback client
+/// is not. Only code inside the server can set it (it is a request
+/// extension, not a header).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Loopback;
+
 /// Runs the server's [`Auth::authenticate`](crate::auth::Auth::authenticate)
 /// before every protected route; its refusal is the answer.
 pub(super) async fn authenticate(
@@ -52,7 +59,10 @@ pub(super) async fn authenticate(
     let Some(auth) = &state.auth else {
         return next.run(request).await;
     };
-    if request.method() == Method::OPTIONS || PUBLIC.contains(&request.uri().path()) {
+    if request.method() == Method::OPTIONS
+        || PUBLIC.contains(&request.uri().path())
+        || request.extensions().get::<Loopback>().is_some()
+    {
         return next.run(request).await;
     }
     let seen = AuthRequest {

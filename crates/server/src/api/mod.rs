@@ -2,6 +2,8 @@
 
 mod assistants;
 mod caller;
+pub(crate) use caller::Loopback;
+pub(crate) use threads::sweep_expired_threads;
 mod crons;
 pub(crate) mod openapi;
 mod runs;

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,7 +18,7 @@ use crate::auth::{Action, Resource};
 use crate::persist::Inserted;
 use crate::threads::{
     SortOrder, Thread, ThreadContent, ThreadField, ThreadFilter, ThreadPatch, ThreadSearch,
-    ThreadSort,
+    ThreadSort, ThreadTtl,
 };
 
 pub(super) fn routes() -> Router<ApiState> {
@@ -72,6 +72,41 @@ struct SuperstepUpdate {
     as_node: Option<String>,
 }
 
+/// The supersteps of a `POST /threads` as the graph's updates. An update's
+/// `command` (LangGraph's `Command` in its wire form) takes the place of
+/// its `values`, as on the official server; its `resume` does nothing.
+///
+/// # Errors
+/// 422 naming a command that is not LangGraph's form.
+fn superstep_updates(
+    supersteps: Vec<Superstep>,
+) -> Result<Vec<Vec<stategraph::pregel::StateUpdate>>, ApiError> {
+    use stategraph::pregel::{Command, StateUpdate};
+    supersteps
+        .into_iter()
+        .map(|step| {
+            step.updates
+                .into_iter()
+                .map(|update| {
+                    let mut one = match update.command {
+                        Some(Value::Null) | None => StateUpdate::default(),
+                        Some(command) => {
+                            StateUpdate::command(Command::from_json(command).map_err(|err| {
+                                ApiError::invalid(format!("Invalid command: {}", err.0))
+                            })?)
+                        }
+                    };
+                    if one.command.is_none() {
+                        one.values = update.values.map(stategraph::Value::from_json);
+                    }
+                    one.as_node = update.as_node;
+                    Ok(one)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// `POST /threads`: a new thread (`status: idle`, `values: null`); with
 /// `supersteps`, its history is written first (LangGraph's
 /// `bulk_update_state`, one checkpoint per superstep) by the graph its
@@ -82,17 +117,12 @@ async fn create(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let mut body: CreateBody = parse_body(&body)?;
-    if body.ttl.is_some() {
-        return Err(ApiError::unsupported("ttl"));
-    }
-    let supersteps = body.supersteps.take().unwrap_or_default();
-    if supersteps
-        .iter()
-        .flat_map(|step| &step.updates)
-        .any(|update| update.command.is_some())
-    {
-        return Err(ApiError::unsupported("a superstep update's command"));
-    }
+    let now = chrono::Utc::now();
+    let ttl = match &body.ttl {
+        Some(given) => ThreadTtl::from_request(given, now).map_err(ApiError::invalid)?,
+        None => ThreadTtl::default_of(&state.settings.threads, now),
+    };
+    let supersteps = superstep_updates(body.supersteps.take().unwrap_or_default())?;
     let thread_id = body
         .thread_id
         .map_or_else(crate::wire::time_ordered_id, |id| id.to_string());
@@ -108,7 +138,8 @@ async fn create(
         Some(Value::Object(metadata)) => metadata,
         _ => Map::new(),
     };
-    let thread = Thread::new(thread_id, metadata, chrono::Utc::now());
+    let mut thread = Thread::new(thread_id, metadata, now);
+    thread.ttl = ttl;
     let graph = if supersteps.is_empty() {
         None
     } else {
@@ -121,22 +152,8 @@ async fn create(
             let Some(graph) = graph else {
                 return Ok(Json(thread.view(None)).into_response());
             };
-            let steps = supersteps
-                .into_iter()
-                .map(|step| {
-                    step.updates
-                        .into_iter()
-                        .map(|update| {
-                            let mut one = stategraph::pregel::StateUpdate::default();
-                            one.values = update.values.map(stategraph::Value::from_json);
-                            one.as_node = update.as_node;
-                            one
-                        })
-                        .collect()
-                })
-                .collect();
             let config = stategraph::RunnableConfig::thread(&thread.thread_id);
-            if let Err(err) = graph.bulk_update_state(&config, steps).await {
+            if let Err(err) = graph.bulk_update_state(&config, supersteps).await {
                 // Not half made: the thread goes with its failed history.
                 if let Err(cleanup) =
                     crate::runs::exec::delete_thread(&state, &thread.thread_id).await
@@ -201,14 +218,39 @@ pub(super) async fn guard(
     Ok(())
 }
 
-/// `GET /threads/{id}`.
+/// `GET /threads/{id}` query: `include=ttl` adds the thread's TTL.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct GetQuery {
+    include: Option<String>,
+}
+
+/// `GET /threads/{id}`; with `?include=ttl`, its `ttl` (`{"strategy",
+/// "ttl_minutes", "expires_at"}`, or `null` when it has none) after the
+/// other fields, as the official PostgreSQL server shows it.
 async fn get_one(
     State(state): State<ApiState>,
     caller: Caller,
     Path(raw_id): Path<String>,
+    Query(query): Query<GetQuery>,
 ) -> Result<Response, ApiError> {
     let thread = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
-    Ok(Json(thread.view(None)).into_response())
+    let with_ttl = query
+        .include
+        .as_deref()
+        .is_some_and(|include| include.split(',').any(|part| part.trim() == "ttl"));
+    if !with_ttl {
+        return Ok(Json(thread.view(None)).into_response());
+    }
+    let mut shown =
+        serde_json::to_value(thread.view(None)).map_err(|err| ApiError::internal(&err))?;
+    if let Value::Object(fields) = &mut shown {
+        fields.insert(
+            "ttl".into(),
+            thread.ttl.as_ref().map_or(Value::Null, ThreadTtl::view),
+        );
+    }
+    Ok(Json(shown).into_response())
 }
 
 /// A `PATCH /threads/{id}` body.
@@ -229,9 +271,13 @@ async fn patch(
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
     let body: PatchBody = parse_body(&body)?;
-    if body.ttl.is_some() {
-        return Err(ApiError::unsupported("ttl"));
-    }
+    let ttl = body
+        .ttl
+        .as_ref()
+        .map(|given| ThreadTtl::from_request(given, chrono::Utc::now()))
+        .transpose()
+        .map_err(ApiError::invalid)?
+        .flatten();
     let mut value = json!({"thread_id": thread_id, "metadata": body.metadata});
     let filter = caller
         .authorize(&state, Resource::Threads, Action::Update, &mut value)
@@ -252,6 +298,7 @@ async fn patch(
     };
     let patch = ThreadPatch {
         metadata,
+        ttl,
         ..ThreadPatch::default()
     };
     let thread = state
@@ -496,6 +543,67 @@ async fn prune(
     Ok(Json(json!({"pruned_count": pruned})).into_response())
 }
 
+/// Acts on threads whose TTL ran out, every
+/// `threads.sweep_interval_minutes`, until the task is dropped or aborted:
+/// `delete` deletes the thread (its runs cancelled, its crons, checkpoints
+/// and records deleted); `keep_latest` keeps only its latest checkpoint and
+/// starts its TTL again. A thread with a run in flight waits for the next
+/// sweep.
+pub(crate) async fn sweep_expired_threads(state: ApiState) {
+    let mut interval = tokio::time::interval(state.settings.threads.sweep_interval());
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        match sweep_once(&state).await {
+            Ok(0) => {}
+            Ok(swept) => tracing::info!(swept, "expired threads swept"),
+            Err(err) => tracing::warn!(error = ?err, "the thread TTL sweep failed; next time"),
+        }
+    }
+}
+
+/// One sweep; how many threads it acted on.
+async fn sweep_once(state: &ApiState) -> Result<usize, ApiError> {
+    let now = chrono::Utc::now();
+    let limit = state.settings.threads.sweep_limit;
+    let mut swept = 0;
+    for thread in state.repository.expired_threads(now, limit).await? {
+        let Some(ttl) = &thread.ttl else { continue };
+        match ttl.strategy {
+            crate::settings::TtlStrategy::Delete => {
+                if state.runs.gate(&thread.thread_id).await.busy() {
+                    continue;
+                }
+                delete_one(state, &thread.thread_id).await?;
+            }
+            crate::settings::TtlStrategy::KeepLatest => {
+                let gate = state.runs.gate(&thread.thread_id).await;
+                if gate.busy() {
+                    continue;
+                }
+                state
+                    .saver
+                    .prune(
+                        std::slice::from_ref(&thread.thread_id),
+                        stategraph::checkpoint::PruneStrategy::KeepLatest,
+                    )
+                    .await?;
+                let again = ThreadPatch {
+                    ttl: Some(ttl.restarted(now)),
+                    ..ThreadPatch::default()
+                };
+                state
+                    .repository
+                    .patch_thread(&thread.thread_id, again)
+                    .await?;
+                drop(gate);
+            }
+        }
+        swept += 1;
+    }
+    Ok(swept)
+}
+
 /// The caller's filter on a thread search or count.
 async fn search_filter(
     state: &ApiState,
@@ -520,12 +628,10 @@ async fn copy(
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let source = find(&state, &caller, &thread_id(&raw_id)?, Action::Read).await?;
-    let mut copy = Thread::new(
-        crate::wire::random_id(),
-        source.metadata,
-        chrono::Utc::now(),
-    );
+    let now = chrono::Utc::now();
+    let mut copy = Thread::new(crate::wire::random_id(), source.metadata, now);
     copy.content = ThreadContent::Copied;
+    copy.ttl = ThreadTtl::default_of(&state.settings.threads, now);
     state
         .saver
         .copy_thread(&source.thread_id, &copy.thread_id)

@@ -103,6 +103,22 @@ impl Repository for MemoryRepository {
         std::future::ready(Ok(count)).boxed()
     }
 
+    fn expired_threads(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Thread>>> {
+        let mut expired: Vec<Thread> = self
+            .threads()
+            .values()
+            .filter(|thread| thread.ttl.as_ref().is_some_and(|ttl| ttl.expires_at < now))
+            .cloned()
+            .collect();
+        expired.sort_by_key(|thread| thread.ttl.as_ref().map(|ttl| ttl.expires_at));
+        expired.truncate(limit);
+        std::future::ready(Ok(expired)).boxed()
+    }
+
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
         self.runs().insert(run.run_id.clone(), run);
         std::future::ready(Ok(())).boxed()

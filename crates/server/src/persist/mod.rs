@@ -158,6 +158,10 @@ CREATE TABLE sg_crons (
 );
 CREATE INDEX sg_crons_by_next_run ON sg_crons (next_run_date);
 ",
+    "\
+ALTER TABLE sg_threads ADD COLUMN expires_at TEXT;
+CREATE INDEX sg_threads_by_expiry ON sg_threads (expires_at);
+",
 ];
 
 /// The migrations a database lacks, after checking the ones it applied
@@ -237,6 +241,13 @@ pub(crate) trait Repository: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>>;
     /// How many threads match.
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>>;
+    /// Up to `limit` threads whose TTL ran out before `now`, the longest
+    /// expired first.
+    fn expired_threads(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Thread>>>;
 
     /// Stores a new run.
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>>;

@@ -132,15 +132,24 @@ impl PostgresRepository {
     }
 }
 
+/// A thread's `expires_at` column.
+fn expiry(thread: &Thread) -> Option<String> {
+    thread
+        .ttl
+        .as_ref()
+        .map(|ttl| crate::wire::sortable(ttl.expires_at))
+}
+
 impl Repository for PostgresRepository {
     fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
         async move {
             let inserted = self.exec(query(
-                "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO NOTHING",
+                "INSERT INTO sg_threads (thread_id, updated_at, status, expires_at, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (thread_id) DO NOTHING",
             )
             .bind(&thread.thread_id)
             .bind(crate::wire::sortable(thread.updated_at))
             .bind(thread.status.as_str())
+            .bind(expiry(&thread))
             .bind(thread_doc(&thread)?)
             )
             .await?;
@@ -182,11 +191,12 @@ impl Repository for PostgresRepository {
             };
             patch.apply(&mut thread, chrono::Utc::now());
             query(
-                "UPDATE sg_threads SET updated_at = $2, status = $3, doc = $4 WHERE thread_id = $1",
+                "UPDATE sg_threads SET updated_at = $2, status = $3, expires_at = $4, doc = $5 WHERE thread_id = $1",
             )
             .bind(thread_id)
             .bind(crate::wire::sortable(thread.updated_at))
             .bind(thread.status.as_str())
+            .bind(expiry(&thread))
             .bind(thread_doc(&thread)?)
             .execute(&mut *tx)
             .await?;
@@ -222,6 +232,26 @@ impl Repository for PostgresRepository {
 
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {
         async move { Ok(self.matching(filter).await?.len()) }.boxed()
+    }
+
+    fn expired_threads(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Thread>>> {
+        async move {
+            let rows = self
+                .fetch(
+                    query(
+                        "SELECT doc FROM sg_threads WHERE expires_at < $1 ORDER BY expires_at LIMIT $2",
+                    )
+                    .bind(crate::wire::sortable(now))
+                    .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
+                )
+                .await?;
+            docs(&rows)
+        }
+        .boxed()
     }
 
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {

@@ -102,10 +102,15 @@ fn migrate(connection: &mut Connection) -> Result<()> {
     Ok(())
 }
 
-fn thread_row(thread: &Thread) -> Result<(String, String, String)> {
+/// A thread's columns: `updated_at`, `status`, `expires_at`, `doc`.
+fn thread_row(thread: &Thread) -> Result<(String, String, Option<String>, String)> {
     Ok((
         crate::wire::sortable(thread.updated_at),
         thread.status.as_str().to_owned(),
+        thread
+            .ttl
+            .as_ref()
+            .map(|ttl| crate::wire::sortable(ttl.expires_at)),
         serde_json::to_string(thread)?,
     ))
 }
@@ -158,10 +163,10 @@ fn status_text(run: &Run) -> Result<String> {
 impl Repository for SqliteRepository {
     fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
         self.blocking(move |connection| {
-            let (updated_at, status, doc) = thread_row(&thread)?;
+            let (updated_at, status, expires_at, doc) = thread_row(&thread)?;
             let inserted = connection.execute(
-                "INSERT INTO sg_threads (thread_id, updated_at, status, doc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_id) DO NOTHING",
-                params![thread.thread_id, updated_at, status, doc],
+                "INSERT INTO sg_threads (thread_id, updated_at, status, expires_at, doc) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (thread_id) DO NOTHING",
+                params![thread.thread_id, updated_at, status, expires_at, doc],
             )?;
             if inserted == 1 {
                 return Ok(Inserted::New(thread));
@@ -189,10 +194,10 @@ impl Repository for SqliteRepository {
                 return Ok(None);
             };
             patch.apply(&mut thread, chrono::Utc::now());
-            let (updated_at, status, doc) = thread_row(&thread)?;
+            let (updated_at, status, expires_at, doc) = thread_row(&thread)?;
             tx.execute(
-                "UPDATE sg_threads SET updated_at = ?2, status = ?3, doc = ?4 WHERE thread_id = ?1",
-                params![thread_id, updated_at, status, doc],
+                "UPDATE sg_threads SET updated_at = ?2, status = ?3, expires_at = ?4, doc = ?5 WHERE thread_id = ?1",
+                params![thread_id, updated_at, status, expires_at, doc],
             )?;
             tx.commit()?;
             Ok(Some(thread))
@@ -224,6 +229,26 @@ impl Repository for SqliteRepository {
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {
         let filter = filter.clone();
         self.blocking(move |connection| Ok(matching(connection, &filter)?.len()))
+    }
+
+    fn expired_threads(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Thread>>> {
+        let now = crate::wire::sortable(now);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.blocking(move |connection| {
+            let docs: Vec<String> = connection
+                .prepare(
+                    "SELECT doc FROM sg_threads WHERE expires_at < ?1 ORDER BY expires_at LIMIT ?2",
+                )?
+                .query_map(params![now, limit], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            docs.iter()
+                .map(|doc| Ok(serde_json::from_str(doc)?))
+                .collect()
+        })
     }
 
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {

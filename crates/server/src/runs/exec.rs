@@ -482,8 +482,7 @@ async fn finish(
                 error: outcome.error.clone(),
             };
             crate::webhooks::send(
-                core.http.clone(),
-                core.settings.webhooks.clone(),
+                Arc::clone(core),
                 url,
                 crate::webhooks::payload(&run, &ended),
             );

@@ -400,6 +400,7 @@ pub(crate) async fn submit(
             metadata.extend(request.new_thread_metadata());
             let mut thread = Thread::new(thread_id.to_owned(), metadata, now);
             thread.status = ThreadStatus::Busy;
+            thread.ttl = crate::threads::ThreadTtl::default_of(&core.settings.threads, now);
             core.repository.insert_thread(thread).await?;
             (None, None)
         }
@@ -439,7 +440,7 @@ pub(crate) async fn submit(
         metadata: Some(owner),
         status: Some(ThreadStatus::Busy),
         config: Some(config),
-        content: None,
+        ..ThreadPatch::default()
     };
     core.repository.patch_thread(thread_id, patch).await?;
     let live = go_live(core, &run);

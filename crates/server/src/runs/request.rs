@@ -220,9 +220,7 @@ impl RunCreate {
             Some(Value::String(url)) => Value::String(url),
             Some(_) => return Err(ApiError::invalid("webhook must be a URL")),
         };
-        if self.feedback_keys.is_some() {
-            return Err(ApiError::unsupported("feedback_keys"));
-        }
+        let feedback_keys = feedback_keys(self.feedback_keys)?;
         let after_seconds = self.after_seconds.unwrap_or(0.0);
         if !after_seconds.is_finite() || !(0.0..=MAX_DELAY_SECONDS).contains(&after_seconds) {
             return Err(ApiError::invalid(format!(
@@ -316,7 +314,7 @@ impl RunCreate {
             interrupt_before: breakpoints(self.interrupt_before),
             interrupt_after: breakpoints(self.interrupt_after),
             webhook,
-            feedback_keys: Value::Null,
+            feedback_keys,
             temporary,
             subgraphs: self.stream_subgraphs.unwrap_or(false),
             resumable: self.stream_resumable.unwrap_or(false),
@@ -592,5 +590,30 @@ fn breakpoint_nodes(value: &Value) -> Option<Vec<String>> {
                 .collect(),
         ),
         _ => None,
+    }
+}
+
+/// A run's `feedback_keys`, checked: a list of strings. The official server
+/// asks LangSmith for a signed feedback URL per key once the run ends; this
+/// server has no LangSmith client, so only an empty list (which asks for
+/// nothing there either) is taken.
+///
+/// # Errors
+/// 422 for another shape, or for keys.
+fn feedback_keys(keys: Option<Value>) -> Result<Value, ApiError> {
+    match keys {
+        None | Some(Value::Null) => Ok(Value::Null),
+        Some(Value::Array(keys)) if keys.iter().all(Value::is_string) => {
+            if keys.is_empty() {
+                Ok(Value::Array(keys))
+            } else {
+                Err(ApiError::unsupported(
+                    "feedback_keys (LangSmith feedback URLs need a LangSmith client)",
+                ))
+            }
+        }
+        Some(other) => Err(ApiError::invalid(format!(
+            "feedback_keys must be a list of strings, not {other}"
+        ))),
     }
 }

@@ -7,40 +7,13 @@
 use std::net::SocketAddr;
 
 use serde_json::{Value as Json, json};
+
 use stategraph_server::Server;
 
-use crate::support::{Response, on_a_free_port, request};
+use crate::support::{as_user, on_a_free_port, start_fixtures_with_auth};
 
 async fn start_with_auth() -> SocketAddr {
-    let mut builder = Server::builder()
-        .settings(on_a_free_port())
-        .auth(stategraph_server::fixtures::OwnerAuth);
-    for (id, graph) in stategraph_server::fixtures::all().unwrap() {
-        builder = builder.graph(id, graph);
-    }
-    let bound = builder.build().await.unwrap().bind().await.unwrap();
-    let address = bound.local_addr();
-    tokio::spawn(bound.serve_until(std::future::pending()));
-    address
-}
-
-/// `method_path` as `user` (no `Authorization` header for `None`).
-async fn as_user(
-    address: SocketAddr,
-    user: Option<&str>,
-    method_path: &str,
-    body: &Json,
-) -> Response {
-    let mut head = format!("{method_path} HTTP/1.1\r\nContent-Type: application/json");
-    if let Some(user) = user {
-        head.push_str(&format!("\r\nAuthorization: Bearer {user}"));
-    }
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    request(address, &head, &body).await
+    start_fixtures_with_auth(on_a_free_port()).await
 }
 
 #[tokio::test]

@@ -388,3 +388,94 @@ async fn shutdown_ends_streams_lets_runs_finish_and_leaves_the_rest_to_the_next_
     stop.send(()).unwrap();
     task.await.unwrap();
 }
+
+/// Thread TTLs on every backend: `?include=ttl` shows them, the sweeper
+/// deletes an expired `delete` thread with its runs and checkpoints, and
+/// trims an expired `keep_latest` one to its latest checkpoint and starts
+/// its TTL again; threads without a TTL stay.
+#[tokio::test]
+async fn expired_threads_are_swept_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![
+        "memory".to_owned(),
+        format!("sqlite://{}", dir.path().join("ttl.db").display()),
+    ];
+    urls.extend(postgres_schema().await);
+    for url in urls {
+        let mut settings = on_a_free_port();
+        settings.database.url.clone_from(&url);
+        // 60 ms between sweeps.
+        settings.threads.sweep_interval_minutes = 0.001;
+        let (address, stop, task) = serve_with(settings).await;
+        let short = json!({"ttl": 0.002, "strategy": "delete"});
+        let trimmed = json!({"ttl": 0.002, "strategy": "keep_latest"});
+        let mut ids = Vec::new();
+        for ttl in [Some(&short), Some(&trimmed), None] {
+            let mut body = json!({});
+            if let Some(ttl) = ttl {
+                body["ttl"] = ttl.clone();
+            }
+            let created = send(address, "POST /threads", &body).await.json();
+            let id = created["thread_id"].as_str().unwrap().to_owned();
+            assert!(created.get("ttl").is_none(), "{url}: only with include");
+            let waited = send(
+                address,
+                &format!("POST /threads/{id}/runs/wait"),
+                &json!({"assistant_id": "simple", "input": {"count": 0}}),
+            )
+            .await;
+            assert_eq!(waited.status, 200, "{url}: {}", waited.body);
+            ids.push(id);
+        }
+        let [gone, kept, forever] = &ids[..] else {
+            unreachable!()
+        };
+        let before = call(address, &format!("GET /threads/{kept}?include=ttl"))
+            .await
+            .json();
+        assert_eq!(before["ttl"]["strategy"], "keep_latest", "{url}");
+        assert_eq!(before["ttl"]["ttl_minutes"], 0.002, "{url}");
+        let first_expiry = before["ttl"]["expires_at"].as_str().unwrap().to_owned();
+        let plain = call(address, &format!("GET /threads/{forever}?include=ttl"))
+            .await
+            .json();
+        assert_eq!(plain["ttl"], serde_json::Value::Null, "{url}");
+
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let deleted = call(address, &format!("GET /threads/{gone}")).await.status == 404;
+            let now = call(address, &format!("GET /threads/{kept}?include=ttl"))
+                .await
+                .json();
+            let restarted = now["ttl"]["expires_at"].as_str() != Some(first_expiry.as_str());
+            if deleted && restarted {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{url}: not swept: deleted {deleted}, restarted {restarted}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let history = send(
+            address,
+            &format!("POST /threads/{kept}/history"),
+            &json!({"limit": 10}),
+        )
+        .await
+        .json();
+        assert_eq!(history.as_array().unwrap().len(), 1, "{url}: {history}");
+        assert_eq!(history[0]["values"]["count"], 1, "{url}");
+        let runs = call(address, &format!("GET /threads/{gone}/runs")).await;
+        assert_eq!(runs.status, 404, "{url}: its runs went with it");
+        assert_eq!(
+            call(address, &format!("GET /threads/{forever}"))
+                .await
+                .status,
+            200,
+            "{url}"
+        );
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+}

@@ -853,3 +853,35 @@ async fn interrupt_and_rollback_make_way_for_the_new_run() {
         assert_eq!(done["status"], "idle", "{strategy}");
     }
 }
+
+/// `feedback_keys`: a list of strings, kept in the run's kwargs; keys need
+/// LangSmith (the official server asks it for a URL per key), so only an
+/// empty list is taken.
+#[tokio::test]
+async fn feedback_keys_are_checked_and_only_an_empty_list_is_taken() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let thread = new_thread(address).await;
+    let path = format!("POST /threads/{thread}/runs");
+    let empty = send(
+        address,
+        &path,
+        &json!({"assistant_id": "simple", "input": {"count": 0}, "feedback_keys": []}),
+    )
+    .await;
+    assert_eq!(empty.status, 200, "{}", empty.body);
+    assert_eq!(empty.json()["kwargs"]["feedback_keys"], json!([]));
+    for (keys, says) in [
+        (json!("thumbs"), "list of strings"),
+        (json!([1]), "list of strings"),
+        (json!(["thumbs"]), "LangSmith"),
+    ] {
+        let refused = send(
+            address,
+            &path,
+            &json!({"assistant_id": "simple", "feedback_keys": keys}),
+        )
+        .await;
+        assert_eq!(refused.status, 422, "{keys}: {}", refused.body);
+        assert!(refused.body.contains(says), "{keys}: {}", refused.body);
+    }
+}

@@ -127,6 +127,40 @@ pub(crate) async fn start_fixtures(settings: Settings) -> SocketAddr {
     address
 }
 
+/// [`start_fixtures`] with the official fixture's toy auth
+/// (`fixtures::OwnerAuth`: `Bearer alice`, `Bearer bob`).
+pub(crate) async fn start_fixtures_with_auth(settings: Settings) -> SocketAddr {
+    let mut builder = Server::builder()
+        .settings(settings)
+        .auth(stategraph_server::fixtures::OwnerAuth);
+    for (id, graph) in stategraph_server::fixtures::all().unwrap() {
+        builder = builder.graph(id, graph);
+    }
+    let bound = builder.build().await.unwrap().bind().await.unwrap();
+    let address = bound.local_addr();
+    tokio::spawn(bound.serve_until(std::future::pending()));
+    address
+}
+
+/// `method_path` as `user` (no `Authorization` header for `None`).
+pub(crate) async fn as_user(
+    address: SocketAddr,
+    user: Option<&str>,
+    method_path: &str,
+    body: &Json,
+) -> Response {
+    let mut head = format!("{method_path} HTTP/1.1\r\nContent-Type: application/json");
+    if let Some(user) = user {
+        head.push_str(&format!("\r\nAuthorization: Bearer {user}"));
+    }
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    request(address, &head, &body).await
+}
+
 /// The id of `graph`'s system assistant, as search finds it.
 pub(crate) async fn system_assistant(address: SocketAddr, graph: &str) -> String {
     let found = send(

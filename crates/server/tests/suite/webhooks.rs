@@ -10,10 +10,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::support::{call, new_thread, on_a_free_port, poll, send, start_fixtures};
+use crate::support::{
+    as_user, call, new_thread, on_a_free_port, poll, send, start_fixtures, start_fixtures_with_auth,
+};
 
-/// A loopback HTTP sink: each POST body it gets, as JSON.
+/// A loopback HTTP sink: each POST body it gets, as JSON; it answers 200.
 async fn sink() -> (SocketAddr, mpsc::UnboundedReceiver<Json>) {
+    scripted_sink(Vec::new()).await
+}
+
+/// A sink answering its requests with `statuses` in order, then 200.
+async fn scripted_sink(statuses: Vec<u16>) -> (SocketAddr, mpsc::UnboundedReceiver<Json>) {
+    let statuses = std::sync::Arc::new(std::sync::Mutex::new(statuses.into_iter()));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -23,6 +31,7 @@ async fn sink() -> (SocketAddr, mpsc::UnboundedReceiver<Json>) {
                 return;
             };
             let tx = tx.clone();
+            let status = statuses.lock().unwrap().next().unwrap_or(200);
             tokio::spawn(async move {
                 let mut raw = Vec::new();
                 let mut buffer = [0_u8; 4096];
@@ -46,9 +55,9 @@ async fn sink() -> (SocketAddr, mpsc::UnboundedReceiver<Json>) {
                             })
                             .unwrap_or(0);
                         if body.len() >= length {
-                            let _ = socket
-                                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                                .await;
+                            let answer =
+                                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
+                            let _ = socket.write_all(answer.as_bytes()).await;
                             let _ = tx
                                 .send(serde_json::from_str(&body[..length]).unwrap_or(Json::Null));
                             return;
@@ -192,4 +201,97 @@ async fn after_seconds_holds_a_run_back_and_a_cancel_ends_the_wait() {
     )
     .await;
     assert_eq!(bad.status, 422);
+}
+
+/// As the official server: a call that gets 5xx or 429 is tried again,
+/// three attempts in all; another 4xx is not.
+#[tokio::test]
+async fn a_failed_webhook_call_is_tried_again_on_5xx_and_429_only() {
+    let mut settings = on_a_free_port();
+    settings.webhooks.allow_loopback = true;
+    let address = start_fixtures(settings).await;
+    let wait = std::time::Duration::from_secs(10);
+    let (hook, mut received) = scripted_sink(vec![500, 429]).await;
+    let run = send(
+        address,
+        &format!("POST /threads/{}/runs", new_thread(address).await),
+        &json!({"assistant_id": "simple", "input": {"count": 0}, "webhook": format!("http://{hook}/hook")}),
+    )
+    .await;
+    assert_eq!(run.status, 200, "{}", run.body);
+    for attempt in 1..=3 {
+        let body = tokio::time::timeout(wait, received.recv())
+            .await
+            .unwrap_or_else(|_| panic!("attempt {attempt} never came"))
+            .unwrap();
+        assert_eq!(body["status"], "success");
+    }
+
+    let (hook, mut received) = scripted_sink(vec![404]).await;
+    send(
+        address,
+        &format!("POST /threads/{}/runs", new_thread(address).await),
+        &json!({"assistant_id": "simple", "input": {"count": 0}, "webhook": format!("http://{hook}/hook")}),
+    )
+    .await;
+    tokio::time::timeout(wait, received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    // A second attempt would come within 2 s.
+    let again =
+        tokio::time::timeout(std::time::Duration::from_millis(2_500), received.recv()).await;
+    assert!(again.is_err(), "a 404 is not tried again: {again:?}");
+}
+
+/// A relative webhook URL is one of the server's own routes, called in
+/// process and without authentication: here `POST /threads/{id}/runs`,
+/// which the run's record (the webhook body) asks for a follow-up run on
+/// the same thread, on a server whose every other request needs a user.
+#[tokio::test]
+async fn a_relative_webhook_calls_the_servers_own_route() {
+    let mut settings = on_a_free_port();
+    settings.webhooks.allow_loopback = true;
+    let address = start_fixtures_with_auth(settings).await;
+    let alice = Some("alice");
+    let created = as_user(address, alice, "POST /threads", &json!({})).await;
+    let thread = created.json()["thread_id"].as_str().unwrap().to_owned();
+    let first = as_user(
+        address,
+        alice,
+        &format!("POST /threads/{thread}/runs/wait"),
+        &json!({"assistant_id": "simple", "input": {"count": 0}, "webhook": format!("/threads/{thread}/runs")}),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let runs = as_user(
+            address,
+            alice,
+            &format!("GET /threads/{thread}/runs"),
+            &Json::Null,
+        )
+        .await
+        .json();
+        if runs.as_array().is_some_and(|runs| runs.len() == 2) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no follow-up run: {runs}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let outside = send(
+        address,
+        &format!("POST /threads/{thread}/runs"),
+        &json!({"assistant_id": "simple"}),
+    )
+    .await;
+    assert_eq!(
+        outside.status, 401,
+        "an outside caller still needs a user: {}",
+        outside.body
+    );
 }
