@@ -9,6 +9,7 @@ mod schema;
 mod store;
 #[cfg(feature = "sqlite-vec")]
 mod vec;
+mod writer;
 
 pub use error::{CorruptRowError, MigrationChecksumError, SchemaTooNewError};
 pub use saver::SqliteSaver;

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 use stategraph_checkpoint::pieces::{self, PIECED_TAG, PieceId, Stored};
 use stategraph_checkpoint::serde::{JsonSerializer, Serializer};
 use stategraph_checkpoint::{
@@ -200,7 +200,7 @@ pub(crate) fn put(conn: &mut Connection, req: &PutRequest) -> Result<()> {
 
 /// Stores the pieces of `values` for `thread_id`, each once.
 fn put_pieces<'a>(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     thread_id: &str,
     values: impl Iterator<Item = &'a Stored>,
     op: &'static str,
@@ -692,7 +692,7 @@ pub(crate) fn delete_thread(conn: &mut Connection, thread_id: &str) -> Result<()
     tx.commit().map_err(sqlite_in(op))
 }
 
-fn remove_thread(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> Result<()> {
+fn remove_thread(tx: &Connection, thread_id: &str, op: &'static str) -> Result<()> {
     for sql in [
         "DELETE FROM writes WHERE thread_id = ?1",
         "DELETE FROM blobs WHERE thread_id = ?1",
@@ -833,7 +833,7 @@ pub(crate) fn prune(
 /// Deletes the blobs of a thread that no remaining checkpoint of the thread
 /// references (by namespace, channel and version), then the pieces no
 /// remaining blob or write refers to.
-fn collect_garbage(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> Result<()> {
+fn collect_garbage(tx: &Connection, thread_id: &str, op: &'static str) -> Result<()> {
     tx.prepare_cached(
         "DELETE FROM blobs WHERE thread_id = ?1
            AND (checkpoint_ns, channel, version) NOT IN (
@@ -874,11 +874,12 @@ fn collect_garbage(tx: &Transaction<'_>, thread_id: &str, op: &'static str) -> R
     Ok(())
 }
 
-/// Opens a write transaction that holds the write lock from its first
-/// statement.
-fn immediate<'c>(conn: &'c mut Connection, op: &'static str) -> Result<Transaction<'c>> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sqlite_in(op))
+/// Opens a savepoint for the statements of one operation: the writer runs
+/// every write inside its batch's `BEGIN IMMEDIATE` transaction
+/// ([`crate::writer`]), and outside one (tests on a bare connection) the
+/// savepoint is a transaction of its own.
+fn immediate<'c>(conn: &'c mut Connection, op: &'static str) -> Result<Savepoint<'c>> {
+    conn.savepoint().map_err(sqlite_in(op))
 }
 
 #[cfg(test)]

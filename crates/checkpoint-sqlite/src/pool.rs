@@ -2,14 +2,15 @@
 //!
 //! SQLite in WAL mode lets any number of readers run beside one writer, each
 //! reader seeing the snapshot of the moment its transaction started. So a
-//! file database gets one writer connection behind a mutex (writers would
-//! queue on SQLite's write lock anyway) and reader connections taken from a
-//! pool, opened on demand, so reads never wait for a lock of ours. An
-//! in-memory database lives inside its one connection, so it has no pool:
-//! reads share the writer.
+//! file database gets one writer connection, owned by a thread of its own
+//! that commits the writes waiting for it together ([`crate::writer`]),
+//! and reader connections taken from a pool, opened on demand, so reads
+//! never wait for a lock of ours. An in-memory database lives inside its
+//! one connection, so it has no pool: reads go to the writer thread too.
 //!
-//! Everything here blocks; the saver and the store call it from
-//! `tokio::task::spawn_blocking`. Operations end with the error type of
+//! Everything here but [`Database::write_async`] blocks; the saver and the
+//! store call it from `tokio::task::spawn_blocking`. Operations end with
+//! the error type of
 //! whoever runs them ([`DbError`]): the saver's
 //! [`stategraph_checkpoint::Error`] or the store's
 //! [`StoreError`](stategraph_store::StoreError).
@@ -23,6 +24,7 @@ use stategraph_checkpoint::Result;
 
 use crate::error::{OpenFailed, backend, is_busy, sqlite, sqlite_in};
 use crate::schema;
+use crate::writer::{self, Failed, Writer};
 
 /// Reader connections open at once, at most; a read waits for a free one
 /// beyond that.
@@ -43,11 +45,31 @@ pub(crate) trait DbError: Sized {
     /// Whether SQLite said another connection holds a lock (`SQLITE_BUSY`
     /// or `SQLITE_LOCKED`), so the operation may succeed when run again.
     fn is_busy(&self) -> bool;
+
+    /// SQLite failed around the operation (its batch did not commit).
+    fn commit_failed(err: rusqlite::Error) -> Self;
+
+    /// The writer thread answered `failed` instead of running the
+    /// operation; a panic in it is resumed here.
+    fn from_failed(failed: Failed) -> Self {
+        match failed {
+            Failed::Commit(err) => Self::commit_failed(err),
+            Failed::Panic(panic) => std::panic::resume_unwind(panic),
+            Failed::Gone => Self::commit_failed(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
+                Some("the database's writer has stopped".into()),
+            )),
+        }
+    }
 }
 
 impl DbError for stategraph_checkpoint::Error {
     fn open_failed(err: rusqlite::Error) -> Self {
         sqlite("open", err)
+    }
+
+    fn commit_failed(err: rusqlite::Error) -> Self {
+        sqlite("commit", err)
     }
 
     fn is_busy(&self) -> bool {
@@ -57,7 +79,7 @@ impl DbError for stategraph_checkpoint::Error {
 
 /// The connections of one saver (or store, or both: they may share them).
 pub(crate) struct Database {
-    writer: Mutex<Connection>,
+    writer: Writer,
     // `None` for an in-memory database: reads use the writer.
     readers: Option<ReaderPool>,
 }
@@ -88,7 +110,7 @@ impl Database {
         schema::enable_wal(&writer)?;
         schema::migrate(&mut writer)?;
         Ok(Self {
-            writer: Mutex::new(writer),
+            writer: Writer::start(writer).map_err(named_io("open"))?,
             readers: Some(ReaderPool {
                 path,
                 state: Mutex::new(Readers::default()),
@@ -103,7 +125,7 @@ impl Database {
         schema::configure(&writer).map_err(sqlite_in("open"))?;
         schema::migrate(&mut writer)?;
         Ok(Self {
-            writer: Mutex::new(writer),
+            writer: Writer::start(writer).map_err(named_io("open"))?,
             readers: None,
         })
     }
@@ -113,29 +135,68 @@ impl Database {
         self.readers.as_ref().map(|pool| &pool.path)
     }
 
-    /// Runs `op` on the writer connection, again when SQLite reports busy.
-    /// `op` opens its own (`BEGIN IMMEDIATE`) transaction.
-    pub(crate) fn write<T, E: DbError>(
+    /// Runs `op` on the writer connection, in the writer's next batch
+    /// (see [`crate::writer`]): in a savepoint of its own, rolled back if it
+    /// fails; it returns once the batch committed. `op` must not begin a
+    /// transaction.
+    pub(crate) fn write<T: Send + 'static, E: DbError + Send + 'static>(
         &self,
-        mut op: impl FnMut(&mut Connection) -> Result<T, E>,
+        op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E> {
-        let mut conn = lock(&self.writer);
-        retry_busy(|| op(&mut conn))
+        writer::wait(self.writer.batched(op)).unwrap_or_else(|failed| Err(E::from_failed(failed)))
+    }
+
+    /// [`Database::write`] without blocking: for the async callers.
+    pub(crate) async fn write_async<T: Send + 'static, E: DbError + Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
+        writer::wait_async(self.writer.batched(op))
+            .await
+            .unwrap_or_else(|failed| Err(E::from_failed(failed)))
+    }
+
+    /// Runs `op` alone on the writer connection, outside any batch (for
+    /// work that opens its own transaction, such as a migration).
+    pub(crate) fn write_alone<T: Send + 'static, E: DbError + Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
+        writer::wait(self.writer.alone(op)).unwrap_or_else(|failed| Err(E::from_failed(failed)))
+    }
+
+    /// Runs `op` in the writer's next batch, for a caller's own tables
+    /// ([`SqliteSaver::write_with`](crate::SqliteSaver::write_with)): its
+    /// error is its own, the outer one the batch's.
+    pub(crate) async fn write_with<T: Send + 'static, E: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<Result<T, E>> {
+        writer::wait_async(self.writer.batched(op))
+            .await
+            .map_err(stategraph_checkpoint::Error::from_failed)
     }
 
     /// Runs `op` on a reader connection, again when SQLite reports busy. `op`
     /// opens its own read transaction when it runs more than one statement.
-    pub(crate) fn read<T, E: DbError>(
+    pub(crate) fn read<T: Send + 'static, E: DbError + Send + 'static>(
         &self,
-        mut op: impl FnMut(&Connection) -> Result<T, E>,
+        mut op: impl FnMut(&Connection) -> Result<T, E> + Send + 'static,
     ) -> Result<T, E> {
         let Some(pool) = &self.readers else {
-            let conn = lock(&self.writer);
-            return retry_busy(|| op(&conn));
+            return writer::wait(self.writer.alone(move |conn| op(conn)))
+                .unwrap_or_else(|failed| Err(E::from_failed(failed)));
         };
         let reader = pool.checkout().map_err(E::open_failed)?;
         retry_busy(|| op(reader.conn()))
     }
+}
+
+/// The writer thread could not be started.
+fn named_io(
+    operation: &'static str,
+) -> impl FnOnce(std::io::Error) -> stategraph_checkpoint::Error {
+    move |err| backend(operation, err)
 }
 
 impl ReaderPool {

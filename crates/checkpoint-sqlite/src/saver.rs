@@ -84,12 +84,33 @@ impl SqliteSaver {
     /// # Errors
     /// As [`SqliteSaver::open`].
     pub async fn setup(&self) -> Result<()> {
-        self.blocking("setup", |db| db.write(schema::migrate)).await
+        self.blocking("setup", |db| db.write_alone(schema::migrate))
+            .await
     }
 
     /// The database file, or `None` for an in-memory database.
     pub fn path(&self) -> Option<&Path> {
         self.db.path().map(|path| path.as_path())
+    }
+
+    /// Runs `op` on the saver's writer connection, between (and committed
+    /// together with) the saver's own writes: for tables of your own in the
+    /// same file (the server keeps its records this way). One writer per
+    /// file means no two connections of this process contend for SQLite's
+    /// write lock. `op` runs inside the writer's transaction, in a savepoint
+    /// of its own that is rolled back when it returns `Err` (so it is
+    /// atomic); it must not begin or end a transaction, and must not touch
+    /// the saver's tables. The answer comes once the writes are committed.
+    ///
+    /// # Errors
+    /// [`Error::Backend`](stategraph_checkpoint::Error::Backend) when the
+    /// commit failed (`op`'s writes are not in the file) or the saver is
+    /// being dropped; `op`'s own error as the inner `Err`.
+    pub async fn write_with<T: Send + 'static, E: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
+    ) -> Result<std::result::Result<T, E>> {
+        self.db.write_with(op).await
     }
 
     /// The connections, shared with stores built from this saver.
@@ -117,14 +138,14 @@ impl SqliteSaver {
         let operation = if require_head { "put_if_head" } else { "put" };
         limits::check_put(operation, &config, &checkpoint, &metadata, &new_versions)?;
         stategraph_checkpoint::Error::check_child_order(operation, &config, &checkpoint.id)?;
-        self.blocking(operation, move |db| {
-            // Serialize here, on the blocking pool, not on the async executor.
-            let request =
-                PutRequest::new(&config, checkpoint, metadata, &new_versions, require_head)?;
-            db.write(|conn| ops::put(conn, &request))?;
-            Ok(request.address())
-        })
-        .await
+        // Serialized by the calling task (as LangGraph's savers do), so the
+        // writer thread, which commits for everyone, only writes.
+        let request = PutRequest::new(&config, checkpoint, metadata, &new_versions, require_head)?;
+        let address = request.address();
+        self.db
+            .write_async(move |conn| ops::put(conn, &request))
+            .await?;
+        Ok(address)
     }
 }
 
@@ -151,7 +172,7 @@ impl CheckpointSaver for SqliteSaver {
         limits::check_config("get_tuple", config)?;
         let config = config.clone();
         self.blocking("get_tuple", move |db| {
-            db.read(|conn| ops::get_tuple(conn, &config))
+            db.read(move |conn| ops::get_tuple(conn, &config))
         })
         .await
     }
@@ -210,21 +231,20 @@ impl CheckpointSaver for SqliteSaver {
         limits::check_writes(config, &writes, task_id, task_path)?;
         let config = config.clone();
         let (task_id, task_path) = (task_id.to_owned(), task_path.to_owned());
-        self.blocking("put_writes", move |db| {
-            let request = WritesRequest::new(&config, writes, &task_id, &task_path)?;
-            if request.is_empty() {
-                return Ok(());
-            }
-            db.write(|conn| ops::put_writes(conn, &request))
-        })
-        .await
+        let request = WritesRequest::new(&config, writes, &task_id, &task_path)?;
+        if request.is_empty() {
+            return Ok(());
+        }
+        self.db
+            .write_async(move |conn| ops::put_writes(conn, &request))
+            .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         limits::check_thread_ids("delete_thread", [thread_id])?;
         let thread_id = thread_id.to_owned();
         self.blocking("delete_thread", move |db| {
-            db.write(|conn| ops::delete_thread(conn, &thread_id))
+            db.write(move |conn| ops::delete_thread(conn, &thread_id))
         })
         .await
     }
@@ -235,7 +255,7 @@ impl CheckpointSaver for SqliteSaver {
         }
         let run_ids = limits::stored_run_ids(run_ids).into_owned();
         self.blocking("delete_for_runs", move |db| {
-            db.write(|conn| ops::delete_for_runs(conn, &run_ids))
+            db.write(move |conn| ops::delete_for_runs(conn, &run_ids))
         })
         .await
     }
@@ -244,7 +264,7 @@ impl CheckpointSaver for SqliteSaver {
         limits::check_thread_ids("copy_thread", [source, target])?;
         let (source, target) = (source.to_owned(), target.to_owned());
         self.blocking("copy_thread", move |db| {
-            db.write(|conn| ops::copy_thread(conn, &source, &target))
+            db.write(move |conn| ops::copy_thread(conn, &source, &target))
         })
         .await
     }
@@ -256,7 +276,7 @@ impl CheckpointSaver for SqliteSaver {
         }
         let thread_ids = thread_ids.to_vec();
         self.blocking("prune", move |db| {
-            db.write(|conn| ops::prune(conn, &thread_ids, strategy))
+            db.write(move |conn| ops::prune(conn, &thread_ids, strategy))
         })
         .await
     }
@@ -291,7 +311,7 @@ impl Listing {
             };
             let (query, cursor, want) = (self.query.clone(), self.cursor.clone(), self.remaining);
             let page = run_blocking(self.db.clone(), "list", move |db| {
-                db.read(|conn| {
+                db.read(move |conn| {
                     let (query, filter) = &*query;
                     ops::list_page(conn, query, filter, cursor.as_ref(), rows, want)
                 })

@@ -62,6 +62,10 @@ impl DbError for StoreError {
         sql::db(err)
     }
 
+    fn commit_failed(err: rusqlite::Error) -> Self {
+        sql::db(err)
+    }
+
     fn is_busy(&self) -> bool {
         let StoreError::Backend {
             source: Some(source),
@@ -151,7 +155,7 @@ impl SqliteStore {
     pub async fn sqlite_vec_version(&self) -> Result<String> {
         let db = self.db.clone();
         spawn(move || {
-            db.read(|conn| {
+            db.read(move |conn| {
                 conn.query_row("SELECT vec_version()", [], |row| row.get(0))
                     .map_err(sql::db)
             })
@@ -167,7 +171,7 @@ impl SqliteStore {
     pub async fn setup(&self) -> Result<()> {
         let db = self.db.clone();
         spawn(move || {
-            db.write(schema::migrate)
+            db.write_alone(schema::migrate)
                 .map_err(|err| StoreError::backend(NAME, err))
         })
         .await
@@ -197,7 +201,9 @@ impl SqliteStore {
         let mut swept = 0;
         loop {
             let db = self.db.clone();
-            let deleted = spawn(move || db.write(|conn| sql::sweep_some(conn, now))).await?;
+            let deleted = db
+                .write_async(move |conn| sql::sweep_some(conn, now))
+                .await?;
             swept += deleted;
             if deleted < sql::SWEEP_BATCH {
                 return Ok(swept);
@@ -226,15 +232,14 @@ impl Store for SqliteStore {
         if plan.steps.is_empty() {
             return Ok(Vec::new());
         }
+        if plan.writes {
+            return self
+                .db
+                .write_async(move |conn| sql::write_batch(conn, &plan))
+                .await;
+        }
         let db = self.db.clone();
-        spawn(move || {
-            if plan.writes {
-                db.write(|conn| sql::write_batch(conn, &plan))
-            } else {
-                db.read(|conn| sql::read_batch(conn, &plan))
-            }
-        })
-        .await
+        spawn(move || db.read(move |conn| sql::read_batch(conn, &plan))).await
     }
 
     fn capabilities(&self) -> StoreCapabilities {

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use stategraph_store::query::{has_prefix, list_namespaces, rank_and_page};
 use stategraph_store::{Item, Namespace, OpResult, Result, SearchItem, StoreError, best_score};
 
@@ -74,9 +74,8 @@ fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
 
 /// Runs a batch that may write in one `BEGIN IMMEDIATE` transaction.
 pub(crate) fn write_batch(conn: &mut Connection, plan: &Plan) -> Result<Vec<OpResult>> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+    // A savepoint: the writer runs it inside its batch's transaction.
+    let tx = conn.savepoint().map_err(db)?;
     let results = run(&tx, plan)?;
     tx.commit().map_err(db)?;
     Ok(results)
@@ -414,9 +413,7 @@ fn scored_in_sql(
 /// Deletes up to [`SWEEP_BATCH`] items expired at `now` (nanoseconds) with
 /// their vectors, in one transaction; returns how many.
 pub(crate) fn sweep_some(conn: &mut Connection, now: i64) -> Result<usize> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+    let tx = conn.savepoint().map_err(db)?;
     let doomed: Vec<(String, String)> = tx
         .prepare_cached(SELECT_EXPIRED)
         .and_then(|mut stmt| {

@@ -81,7 +81,8 @@ impl Storage {
             let path = std::path::Path::new(path);
             let saver = SqliteSaver::open(path).map_err(|err| database(err.to_string()))?;
             let store = SqliteStore::from_saver(&saver).with_options(options);
-            let repository = SqliteRepository::open(path).map_err(|err| database(err.0))?;
+            let repository =
+                SqliteRepository::open(saver.clone()).map_err(|err| database(err.0))?;
             return Ok(Self {
                 repository: Arc::new(repository),
                 saver: Arc::new(saver),

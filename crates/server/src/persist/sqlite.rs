@@ -5,12 +5,11 @@
 //! same rules as every backend ([`ThreadFilter::matches`]), which suits one
 //! process on one file.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use stategraph::checkpoint_sqlite::SqliteSaver;
 
 use super::{Inserted, PersistError, Repository, Result};
 use crate::assistants::{Assistant, AssistantChange, AssistantFilter, AssistantVersion, Changed};
@@ -22,11 +21,20 @@ use chrono::{DateTime, Utc};
 /// How long a write waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Records in a SQLite file, one connection used from tokio's blocking
-/// pool.
-#[derive(Debug, Clone)]
+/// Records in the SQLite file of the server's saver, written through the
+/// saver's one writer connection (so the records and the checkpoints never
+/// contend for the file's write lock).
+#[derive(Clone)]
 pub(crate) struct SqliteRepository {
-    connection: Arc<Mutex<Connection>>,
+    saver: SqliteSaver,
+}
+
+impl std::fmt::Debug for SqliteRepository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteRepository")
+            .field("saver", &self.saver)
+            .finish()
+    }
 }
 
 impl From<rusqlite::Error> for PersistError {
@@ -42,40 +50,34 @@ impl From<serde_json::Error> for PersistError {
 }
 
 impl SqliteRepository {
-    /// Opens (creating if needed) the file at `path`, in WAL mode, and
-    /// applies the migrations it lacks.
+    /// The records in `saver`'s file, after applying the migrations it
+    /// lacks (on a connection of its own, closed after).
     ///
     /// # Errors
     /// SQLite cannot open the file, or its schema is not one this server
-    /// wrote (newer, or changed).
-    pub(crate) fn open(path: &Path) -> Result<Self> {
+    /// wrote (newer, or changed); the saver has no file (in memory).
+    pub(crate) fn open(saver: SqliteSaver) -> Result<Self> {
+        let path = saver
+            .path()
+            .ok_or_else(|| PersistError("the saver keeps no file".into()))?;
         let mut connection = Connection::open(path)?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
-        connection.pragma_update(None, "journal_mode", "WAL")?;
-        // The saver's durability for the records beside its checkpoints: in
-        // WAL mode, safe against a crash of the process (a power loss may
-        // lose the last transactions, never corrupt the file).
-        connection.pragma_update(None, "synchronous", "NORMAL")?;
         migrate(&mut connection)?;
-        Ok(Self {
-            connection: Arc::new(Mutex::new(connection)),
-        })
+        Ok(Self { saver })
     }
 
-    /// Runs `op` on the connection, on tokio's blocking pool.
-    fn blocking<T: Send + 'static>(
+    /// Runs `op` on the saver's writer connection, in its next batch (its
+    /// writes committed with the saver's; rolled back when it fails).
+    fn on_writer<T: Send + 'static>(
         &self,
         op: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> BoxFuture<'static, Result<T>> {
-        let connection = Arc::clone(&self.connection);
+        let saver = self.saver.clone();
         async move {
-            tokio::task::spawn_blocking(move || {
-                // A panic in an earlier operation rolled its transaction back.
-                let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
-                op(&mut connection)
-            })
-            .await
-            .map_err(|err| PersistError(format!("a repository task failed: {err}")))?
+            saver
+                .write_with(op)
+                .await
+                .map_err(|err| PersistError(format!("a repository write failed: {err}")))?
         }
         .boxed()
     }
@@ -162,7 +164,7 @@ fn status_text(run: &Run) -> Result<String> {
 
 impl Repository for SqliteRepository {
     fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let (updated_at, status, expires_at, doc) = thread_row(&thread)?;
             let inserted = connection.execute(
                 "INSERT INTO sg_threads (thread_id, updated_at, status, expires_at, doc) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (thread_id) DO NOTHING",
@@ -179,7 +181,7 @@ impl Repository for SqliteRepository {
 
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
         let thread_id = thread_id.to_owned();
-        self.blocking(move |connection| read_thread(connection, &thread_id))
+        self.on_writer(move |connection| read_thread(connection, &thread_id))
     }
 
     fn patch_thread<'a>(
@@ -188,8 +190,8 @@ impl Repository for SqliteRepository {
         patch: ThreadPatch,
     ) -> BoxFuture<'a, Result<Option<Thread>>> {
         let thread_id = thread_id.to_owned();
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             let Some(mut thread) = read_thread(&tx, &thread_id)? else {
                 return Ok(None);
             };
@@ -206,8 +208,8 @@ impl Repository for SqliteRepository {
 
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let thread_id = thread_id.to_owned();
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             tx.execute("DELETE FROM sg_runs WHERE thread_id = ?1", [&thread_id])?;
             let deleted =
                 tx.execute("DELETE FROM sg_threads WHERE thread_id = ?1", [&thread_id])?;
@@ -221,14 +223,14 @@ impl Repository for SqliteRepository {
         search: &'a ThreadSearch,
     ) -> BoxFuture<'a, Result<(Vec<Thread>, usize)>> {
         let search = search.clone();
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             Ok(super::page(matching(connection, &search.filter)?, &search))
         })
     }
 
     fn count_threads<'a>(&'a self, filter: &'a ThreadFilter) -> BoxFuture<'a, Result<usize>> {
         let filter = filter.clone();
-        self.blocking(move |connection| Ok(matching(connection, &filter)?.len()))
+        self.on_writer(move |connection| Ok(matching(connection, &filter)?.len()))
     }
 
     fn expired_threads(
@@ -238,7 +240,7 @@ impl Repository for SqliteRepository {
     ) -> BoxFuture<'_, Result<Vec<Thread>>> {
         let now = crate::wire::sortable(now);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let docs: Vec<String> = connection
                 .prepare(
                     "SELECT doc FROM sg_threads WHERE expires_at < ?1 ORDER BY expires_at LIMIT ?2",
@@ -252,7 +254,7 @@ impl Repository for SqliteRepository {
     }
 
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             connection.execute(
                 "INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![
@@ -273,7 +275,7 @@ impl Repository for SqliteRepository {
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Run>>> {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let doc: Option<String> = connection
                 .query_row(
                     "SELECT doc FROM sg_runs WHERE run_id = ?1 AND thread_id = ?2",
@@ -286,7 +288,7 @@ impl Repository for SqliteRepository {
     }
 
     fn replace_run(&self, run: Run) -> BoxFuture<'_, Result<bool>> {
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let replaced = connection.execute(
                 "UPDATE sg_runs SET status = ?2, doc = ?3 WHERE run_id = ?1",
                 params![run.run_id, status_text(&run)?, run_doc(&run)?],
@@ -302,7 +304,7 @@ impl Repository for SqliteRepository {
     ) -> BoxFuture<'a, Result<Vec<Run>>> {
         let thread_id = thread_id.to_owned();
         let query = query.clone();
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let status = query
                 .status
                 .map(|status| serde_json::to_value(status).map(|v| v.as_str().map(str::to_owned)))
@@ -324,7 +326,7 @@ impl Repository for SqliteRepository {
     }
 
     fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
-        self.blocking(|connection| {
+        self.on_writer(|connection| {
             let docs: Vec<String> = connection
                 .prepare(
                     "SELECT doc FROM sg_runs WHERE status IN ('pending', 'running') \
@@ -344,7 +346,7 @@ impl Repository for SqliteRepository {
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<bool>> {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let deleted = connection.execute(
                 "DELETE FROM sg_runs WHERE run_id = ?1 AND thread_id = ?2",
                 [&run_id, &thread_id],
@@ -354,8 +356,8 @@ impl Repository for SqliteRepository {
     }
 
     fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>> {
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             let inserted = tx.execute(
                 "INSERT INTO sg_assistants (assistant_id, doc) VALUES (?1, ?2) ON CONFLICT (assistant_id) DO NOTHING",
                 params![assistant.assistant_id, serde_json::to_string(&assistant)?],
@@ -379,7 +381,7 @@ impl Repository for SqliteRepository {
         assistant_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Assistant>>> {
         let assistant_id = assistant_id.to_owned();
-        self.blocking(move |connection| read_assistant(connection, &assistant_id))
+        self.on_writer(move |connection| read_assistant(connection, &assistant_id))
     }
 
     fn change_assistant<'a>(
@@ -388,8 +390,8 @@ impl Repository for SqliteRepository {
         change: AssistantChange,
     ) -> BoxFuture<'a, Result<Changed>> {
         let assistant_id = assistant_id.to_owned();
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             let Some(stored) = read_assistant(&tx, &assistant_id)? else {
                 return Ok(Changed::NoAssistant);
             };
@@ -417,8 +419,8 @@ impl Repository for SqliteRepository {
 
     fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let assistant_id = assistant_id.to_owned();
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             tx.execute(
                 "DELETE FROM sg_assistant_versions WHERE assistant_id = ?1",
                 [&assistant_id],
@@ -437,7 +439,7 @@ impl Repository for SqliteRepository {
         filter: &'a AssistantFilter,
     ) -> BoxFuture<'a, Result<Vec<Assistant>>> {
         let filter = filter.clone();
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let docs: Vec<String> = connection
                 .prepare("SELECT doc FROM sg_assistants")?
                 .query_map([], |row| row.get(0))?
@@ -458,11 +460,11 @@ impl Repository for SqliteRepository {
         assistant_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>> {
         let assistant_id = assistant_id.to_owned();
-        self.blocking(move |connection| read_versions(connection, &assistant_id))
+        self.on_writer(move |connection| read_versions(connection, &assistant_id))
     }
 
     fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             connection.execute(
                 "INSERT INTO sg_crons (cron_id, next_run_date, doc) VALUES (?1, ?2, ?3)",
                 params![cron.cron_id, next_run(&cron), serde_json::to_string(&cron)?],
@@ -473,7 +475,7 @@ impl Repository for SqliteRepository {
 
     fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
         let cron_id = cron_id.to_owned();
-        self.blocking(move |connection| read_cron(connection, &cron_id))
+        self.on_writer(move |connection| read_cron(connection, &cron_id))
     }
 
     fn patch_cron<'a>(
@@ -483,8 +485,8 @@ impl Repository for SqliteRepository {
         now: DateTime<Utc>,
     ) -> BoxFuture<'a, Result<Option<Cron>>> {
         let cron_id = cron_id.to_owned();
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             let Some(mut cron) = read_cron(&tx, &cron_id)? else {
                 return Ok(None);
             };
@@ -497,14 +499,14 @@ impl Repository for SqliteRepository {
 
     fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let cron_id = cron_id.to_owned();
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             Ok(connection.execute("DELETE FROM sg_crons WHERE cron_id = ?1", [&cron_id])? == 1)
         })
     }
 
     fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>> {
         let filter = filter.clone();
-        self.blocking(move |connection| {
+        self.on_writer(move |connection| {
             let docs: Vec<String> = connection
                 .prepare("SELECT doc FROM sg_crons")?
                 .query_map([], |row| row.get(0))?
@@ -521,8 +523,8 @@ impl Repository for SqliteRepository {
     }
 
     fn claim_due_crons(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<Cron>>> {
-        self.blocking(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.on_writer(move |connection| {
+            let tx = connection.savepoint()?;
             let docs: Vec<String> = tx
                 .prepare("SELECT doc FROM sg_crons WHERE next_run_date <= ?1")?
                 .query_map([crate::wire::sortable(now)], |row| row.get(0))?
