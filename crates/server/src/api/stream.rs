@@ -293,20 +293,31 @@ fn parse_frame(frame: &[u8]) -> Option<(&str, &[u8])> {
 /// `GET /threads/{id}/stream?stream_modes=`: follows a thread across its
 /// runs (API.md 7.8): each run's `metadata` and events, then `metadata
 /// {"status": "run_done"}`, and `state_update`s, every event with an id;
-/// heartbeats between. A reconnect gets the live tail (events are not kept
-/// per thread); the stream ends when the thread is deleted.
+/// heartbeats between. The events are kept (up to `streams.run_log_max_bytes`)
+/// while the thread is followed and `streams.resumable_ttl_seconds` after
+/// its last follower left: a reconnect with `Last-Event-ID` gets the ones
+/// after that id first (`-1`: all kept), one without it the live tail. The
+/// stream ends when the thread is deleted.
 async fn thread_stream(
     State(state): State<ApiState>,
     caller: Caller,
     Path(raw_id): Path<String>,
     RawQuery(query): RawQuery,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let thread_id = thread_id(&raw_id)?;
     super::threads::find(&state, &caller, &thread_id, crate::auth::Action::Read).await?;
     let modes = ThreadModes::parse(query.as_deref())?;
-    let events = state
-        .runs
-        .follow_thread(&thread_id, state.settings.streams.subscriber_bounds());
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok());
+    let streams = &state.settings.streams;
+    let events = state.runs.follow_thread(
+        &thread_id,
+        streams.subscriber_bounds(),
+        streams.run_log_max_bytes,
+        StartAt::header(last_event_id),
+    );
     Ok(sse(
         &state.runs.shutdown,
         events,

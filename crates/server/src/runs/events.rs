@@ -137,8 +137,6 @@ struct Subscriber {
 #[derive(Debug)]
 pub(crate) struct RunChannel {
     resumable: bool,
-    /// Whether events get ids without being kept (a thread's stream).
-    ids: bool,
     /// How many events, and how many bytes, a subscriber may fall behind.
     buffer: usize,
     buffer_bytes: usize,
@@ -167,24 +165,9 @@ impl RunChannel {
     ) -> Self {
         Self {
             resumable,
-            ids: resumable,
             buffer: buffer.max(1),
             buffer_bytes: buffer_bytes.max(1),
             max_log_bytes,
-            inner: Mutex::default(),
-        }
-    }
-
-    /// A thread's stream: every event gets an id, none is kept (a
-    /// reconnect gets the live tail); each subscriber may fall `buffer`
-    /// events behind.
-    pub(crate) fn thread((buffer, buffer_bytes): (usize, usize)) -> Self {
-        Self {
-            resumable: false,
-            ids: true,
-            buffer: buffer.max(1),
-            buffer_bytes: buffer_bytes.max(1),
-            max_log_bytes: 0,
             inner: Mutex::default(),
         }
     }
@@ -213,7 +196,7 @@ impl RunChannel {
         if inner.closed {
             return;
         }
-        let id = self.ids.then(|| {
+        let id = self.resumable.then(|| {
             let now = u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0);
             let id = EventId::next(inner.last_id, now);
             inner.last_id = Some(id);

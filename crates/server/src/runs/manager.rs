@@ -45,8 +45,9 @@ pub(crate) struct RunManager {
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     permits: Arc<Semaphore>,
     /// The streams of threads someone follows (`GET /threads/{id}/stream`),
-    /// by thread; a channel goes when its last subscriber has gone.
-    threads: Mutex<HashMap<String, Arc<RunChannel>>>,
+    /// by thread; a stream is kept `retention` after its last follower left,
+    /// so a reconnect with `Last-Event-ID` replays what it missed.
+    threads: Mutex<HashMap<String, ThreadFeed>>,
     /// How many threads are followed (`threads.len()`), read without the
     /// lock: runs publish each event here, and usually no one follows.
     followed: std::sync::atomic::AtomicUsize,
@@ -59,6 +60,26 @@ pub(crate) struct RunManager {
     /// Fired on shutdown: open streams end.
     pub(crate) shutdown: CancellationToken,
     retention: Duration,
+}
+
+/// One thread's stream: its events (kept, with ids, up to the run log's
+/// limit) and when someone last followed it.
+#[derive(Debug)]
+struct ThreadFeed {
+    channel: Arc<RunChannel>,
+    followed_at: std::time::Instant,
+}
+
+impl ThreadFeed {
+    /// Whether it is still wanted: followed, or left less than `retention`
+    /// ago.
+    fn wanted(&mut self, retention: Duration) -> bool {
+        if self.channel.has_subscribers() {
+            self.followed_at = std::time::Instant::now();
+            return true;
+        }
+        self.followed_at.elapsed() < retention
+    }
 }
 
 /// A run alive in this process: pending, executing, or ended less than the
@@ -196,35 +217,50 @@ impl RunManager {
         }
     }
 
-    /// Follows a thread's stream: the events of every run on it from now on
-    /// (and its `state_update`s), each with an id.
-    pub(crate) fn follow_thread(&self, thread_id: &str, bounds: (usize, usize)) -> Subscription {
+    /// Follows a thread's stream: the events of every run on it (and its
+    /// `state_update`s), each with an id, from `from` (the live tail, or
+    /// after a `Last-Event-ID` the stream kept since its last follower
+    /// left). Streams no longer wanted are forgotten here.
+    pub(crate) fn follow_thread(
+        &self,
+        thread_id: &str,
+        bounds: (usize, usize),
+        max_log_bytes: usize,
+        from: StartAt,
+    ) -> Subscription {
         let mut threads = lock(&self.threads);
-        let channel = threads
+        let retention = self.retention;
+        threads.retain(|_, feed| feed.wanted(retention));
+        let feed = threads
             .entry(thread_id.to_owned())
-            .or_insert_with(|| Arc::new(RunChannel::thread(bounds)))
-            .clone();
+            .or_insert_with(|| ThreadFeed {
+                channel: Arc::new(RunChannel::new(true, bounds, max_log_bytes)),
+                followed_at: std::time::Instant::now(),
+            });
+        feed.followed_at = std::time::Instant::now();
+        let subscription = feed.channel.subscribe(from);
         self.followed.store(threads.len(), Ordering::SeqCst);
-        channel.subscribe(StartAt::Now)
+        subscription
     }
 
-    /// Whether someone follows the thread's stream.
+    /// Whether someone follows the thread's stream (or may come back to it).
     pub(crate) fn thread_followed(&self, thread_id: &str) -> bool {
         lock(&self.threads).contains_key(thread_id)
     }
 
-    /// Sends an event to the thread's followers, if any; forgets the
-    /// thread's channel once no one follows it.
+    /// Sends an event to the thread's stream, if it has one; forgets the
+    /// stream once it is no longer wanted.
     pub(crate) fn publish_to_thread(&self, thread_id: &str, name: &str, data: &[u8]) {
         if self.followed.load(Ordering::SeqCst) == 0 {
             return;
         }
         let mut threads = lock(&self.threads);
-        let Some(channel) = threads.get(thread_id) else {
+        let Some(feed) = threads.get_mut(thread_id) else {
             return;
         };
-        channel.publish(name, data);
-        if !channel.has_subscribers() {
+        if feed.wanted(self.retention) {
+            feed.channel.publish(name, data);
+        } else {
             threads.remove(thread_id);
             self.followed.store(threads.len(), Ordering::SeqCst);
         }
@@ -233,8 +269,8 @@ impl RunManager {
     /// Ends the thread's stream (the thread is being deleted).
     fn close_thread(&self, thread_id: &str) {
         let mut threads = lock(&self.threads);
-        if let Some(channel) = threads.remove(thread_id) {
-            channel.close();
+        if let Some(feed) = threads.remove(thread_id) {
+            feed.channel.close();
         }
         self.followed.store(threads.len(), Ordering::SeqCst);
     }

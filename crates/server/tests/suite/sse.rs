@@ -371,11 +371,23 @@ async fn follow(
     start: impl std::future::Future<Output = ()>,
     until: &str,
 ) -> String {
+    follow_from(address, path, None, start, |body| body.contains(until)).await
+}
+
+/// [`follow`] with a `Last-Event-ID`, until `done` says the body is.
+async fn follow_from(
+    address: std::net::SocketAddr,
+    path: &str,
+    last_event_id: Option<&str>,
+    start: impl std::future::Future<Output = ()>,
+    done: impl Fn(&str) -> bool,
+) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut client = tokio::net::TcpStream::connect(address).await.unwrap();
+    let resume = last_event_id.map_or_else(String::new, |id| format!("Last-Event-ID: {id}\r\n"));
     client
         .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n{resume}\r\n")
                 .as_bytes(),
         )
         .await
@@ -392,7 +404,7 @@ async fn follow(
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let body = complete_chunks(&String::from_utf8_lossy(&raw));
-        if body.contains(until) {
+        if done(&body) {
             return body;
         }
         let n = tokio::time::timeout_at(deadline, client.read(&mut buffer))
@@ -406,6 +418,60 @@ async fn follow(
         );
         raw.extend_from_slice(&buffer[..n]);
     }
+}
+
+/// A thread's stream is kept after its follower left: a reconnect with
+/// `Last-Event-ID` gets the events it missed (a whole run here), `-1` all
+/// kept ones.
+#[tokio::test]
+async fn a_thread_stream_reconnect_replays_what_it_missed() {
+    let address = start_fixtures(on_a_free_port()).await;
+    let thread = new_thread(address).await;
+    let run = json!({"assistant_id": "simple", "input": {"count": 1}});
+    let body = follow(
+        address,
+        &format!("/threads/{thread}/stream"),
+        async {
+            crate::support::create_run(address, &thread, &run).await;
+        },
+        "run_done",
+    )
+    .await;
+    let (first, _) = parse(&body);
+    let last_seen = first.last().unwrap().id.clone().unwrap();
+    // While no one follows, a second run.
+    let missed = crate::support::create_run(address, &thread, &run).await;
+    poll(
+        address,
+        &format!("/threads/{thread}/runs/{missed}"),
+        |run| run["status"] == "success",
+    )
+    .await;
+    let body = follow_from(
+        address,
+        &format!("/threads/{thread}/stream"),
+        Some(&last_seen),
+        async {},
+        |body| body.contains("run_done"),
+    )
+    .await;
+    let (replayed, _) = parse(&body);
+    assert_eq!(
+        names(&replayed),
+        ["metadata", "values", "values", "metadata"]
+    );
+    assert_eq!(replayed[0].data["run_id"], *missed);
+    assert_eq!(replayed[3].data["status"], "run_done");
+    let body = follow_from(
+        address,
+        &format!("/threads/{thread}/stream"),
+        Some("-1"),
+        async {},
+        |body| body.matches("run_done").count() == 2,
+    )
+    .await;
+    let (all, _) = parse(&body);
+    assert_eq!(all.len(), 8, "{body}");
 }
 
 #[tokio::test]
