@@ -524,19 +524,9 @@ async fn prune(
                 pruned += 1;
             }
             PruneHow::KeepLatest => {
-                let gate = state.runs.gate(&thread.thread_id).await;
-                if gate.busy() {
-                    continue;
+                if keep_latest_only(&state, &thread.thread_id).await? {
+                    pruned += 1;
                 }
-                state
-                    .saver
-                    .prune(
-                        std::slice::from_ref(&thread.thread_id),
-                        stategraph::checkpoint::PruneStrategy::KeepLatest,
-                    )
-                    .await?;
-                drop(gate);
-                pruned += 1;
             }
         }
     }
@@ -577,17 +567,9 @@ async fn sweep_once(state: &ApiState) -> Result<usize, ApiError> {
                 delete_one(state, &thread.thread_id).await?;
             }
             crate::settings::TtlStrategy::KeepLatest => {
-                let gate = state.runs.gate(&thread.thread_id).await;
-                if gate.busy() {
+                if !keep_latest_only(state, &thread.thread_id).await? {
                     continue;
                 }
-                state
-                    .saver
-                    .prune(
-                        std::slice::from_ref(&thread.thread_id),
-                        stategraph::checkpoint::PruneStrategy::KeepLatest,
-                    )
-                    .await?;
                 let again = ThreadPatch {
                     ttl: Some(ttl.restarted(now)),
                     ..ThreadPatch::default()
@@ -596,12 +578,29 @@ async fn sweep_once(state: &ApiState) -> Result<usize, ApiError> {
                     .repository
                     .patch_thread(&thread.thread_id, again)
                     .await?;
-                drop(gate);
             }
         }
         swept += 1;
     }
     Ok(swept)
+}
+
+/// Keeps only the thread's latest checkpoint (per namespace), unless a run
+/// is in flight on it; whether it did.
+async fn keep_latest_only(state: &ApiState, thread_id: &str) -> Result<bool, ApiError> {
+    let gate = state.runs.gate(thread_id).await;
+    if gate.busy() {
+        return Ok(false);
+    }
+    state
+        .saver
+        .prune(
+            &[thread_id.to_owned()],
+            stategraph::checkpoint::PruneStrategy::KeepLatest,
+        )
+        .await?;
+    drop(gate);
+    Ok(true)
 }
 
 /// The caller's filter on a thread search or count.

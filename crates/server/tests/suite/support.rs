@@ -117,22 +117,21 @@ pub(crate) fn keys(value: &Json) -> Vec<String> {
 /// A server with the official fixture graphs (`hitl`, `simple`, `parent`,
 /// `boom`) on a free port; its address.
 pub(crate) async fn start_fixtures(settings: Settings) -> SocketAddr {
-    let mut builder = Server::builder().settings(settings);
-    for (id, graph) in stategraph_server::fixtures::all().unwrap() {
-        builder = builder.graph(id, graph);
-    }
-    let bound = builder.build().await.unwrap().bind().await.unwrap();
-    let address = bound.local_addr();
-    tokio::spawn(bound.serve_until(std::future::pending()));
-    address
+    serve_fixtures(Server::builder().settings(settings)).await
 }
 
 /// [`start_fixtures`] with the official fixture's toy auth
 /// (`fixtures::OwnerAuth`: `Bearer alice`, `Bearer bob`).
 pub(crate) async fn start_fixtures_with_auth(settings: Settings) -> SocketAddr {
-    let mut builder = Server::builder()
+    let builder = Server::builder()
         .settings(settings)
         .auth(stategraph_server::fixtures::OwnerAuth);
+    serve_fixtures(builder).await
+}
+
+/// Serves the fixture graphs with `builder` on its port, until the test
+/// ends; the address.
+async fn serve_fixtures(mut builder: stategraph_server::ServerBuilder) -> SocketAddr {
     for (id, graph) in stategraph_server::fixtures::all().unwrap() {
         builder = builder.graph(id, graph);
     }

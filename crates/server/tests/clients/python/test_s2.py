@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+from helpers import parse_ts, status_of
 from langgraph_sdk.errors import (
     BadRequestError,
     ConflictError,
@@ -64,16 +65,6 @@ def system_id(graph_id: str) -> str:
 
 def names(assistants) -> list[str]:
     return [a["name"] for a in assistants]
-
-
-def status_of(exc_info) -> int:
-    return exc_info.value.response.status_code
-
-
-def parse_ts(s: str) -> datetime:
-    dt = datetime.fromisoformat(s)
-    assert dt.tzinfo is not None and dt.utcoffset() == timedelta(0), s
-    return dt
 
 
 def next_daily(hour: int, minute: int, tz_name: str | None, after: datetime) -> datetime:

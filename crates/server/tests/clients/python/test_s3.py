@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import parse_ts, status_of
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
@@ -60,16 +61,6 @@ HTTP_TIMEOUT = (5.0, 25.0, 25.0, 5.0)
 
 def marker() -> str:
     return f"s3-{uuid.uuid4().hex[:12]}"
-
-
-def status_of(exc_info) -> int:
-    return exc_info.value.response.status_code
-
-
-def parse_ts(s: str) -> datetime:
-    dt = datetime.fromisoformat(s)
-    assert dt.tzinfo is not None and dt.utcoffset() == timedelta(0), s
-    return dt
 
 
 def now() -> datetime:
