@@ -426,6 +426,10 @@ impl Settings {
                 "a number of seconds",
             )?;
         }
+        if let Some(allow) = var("STATEGRAPH_WEBHOOKS_ALLOW_LOOPBACK") {
+            self.webhooks.allow_loopback =
+                parse("STATEGRAPH_WEBHOOKS_ALLOW_LOOPBACK", allow, "true or false")?;
+        }
         if let Some(minutes) = var("STATEGRAPH_THREAD_TTL_MINUTES") {
             self.threads.default_ttl_minutes = Some(parse(
                 "STATEGRAPH_THREAD_TTL_MINUTES",

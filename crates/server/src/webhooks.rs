@@ -26,8 +26,9 @@ use crate::runs::Run;
 use crate::server::Core;
 use crate::settings::WebhookSettings;
 
-/// The official text for a refused loopback webhook.
-const LOOPBACK: &str = "Loopback webhooks (relative URLs and localhost) are disabled by default. They bypass authentication via the in-process ASGI transport and can be abused to invoke internal routes as an unauthenticated caller. Set webhooks.url.disable_loopback to false (in langgraph.json or via LANGGRAPH_WEBHOOKS) to opt back in — only do so when you control the mounted routes.";
+/// The official server's text for a refused loopback webhook, naming this
+/// server's setting.
+const LOOPBACK: &str = "Loopback webhooks (relative URLs and localhost) are disabled by default. They bypass authentication by calling this server's own routes in process, and can be abused to invoke internal routes as an unauthenticated caller. Set webhooks.allow_loopback = true (in stategraph.toml, or STATEGRAPH_WEBHOOKS_ALLOW_LOOPBACK=true) to opt back in; only do so when you control the mounted routes.";
 
 /// Checks a webhook URL against the settings, resolving its host.
 ///

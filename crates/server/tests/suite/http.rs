@@ -109,7 +109,7 @@ fn settings_come_from_a_file_then_the_environment() {
     let path = dir.path().join("stategraph.toml");
     std::fs::write(
         &path,
-        "[server]\nport = 9000\n[http]\nmax_body_bytes = 100\n",
+        "[server]\nport = 9000\n[http]\nmax_body_bytes = 100\n[threads]\ndefault_ttl_strategy = \"keep_latest\"\nsweep_limit = 10\n",
     )
     .unwrap();
     let from_file = Settings::from_file(&path).unwrap();
@@ -121,6 +121,8 @@ fn settings_come_from_a_file_then_the_environment() {
     let env = |name: &str| match name {
         "STATEGRAPH_PORT" => Some("9100".to_owned()),
         "STATEGRAPH_CORS_ALLOW_ORIGINS" => Some("http://a, http://b".to_owned()),
+        "STATEGRAPH_WEBHOOKS_ALLOW_LOOPBACK" => Some("true".to_owned()),
+        "STATEGRAPH_THREAD_TTL_MINUTES" => Some("90".to_owned()),
         _ => None,
     };
     let settings = from_file.with_env(env).unwrap();
@@ -130,6 +132,15 @@ fn settings_come_from_a_file_then_the_environment() {
     );
     assert_eq!(settings.http.cors_allow_origins, ["http://a", "http://b"]);
     assert_eq!(settings.http.max_body_bytes, 100);
+    assert!(settings.webhooks.allow_loopback);
+    assert_eq!(settings.threads.default_ttl_minutes, Some(90.0));
+    assert_eq!(
+        (
+            settings.threads.default_ttl_strategy,
+            settings.threads.sweep_limit
+        ),
+        (stategraph_server::TtlStrategy::KeepLatest, 10)
+    );
 
     std::fs::write(&path, "[server]\nprot = 1\n").unwrap();
     let typo = Settings::from_file(&path).unwrap_err();
