@@ -48,7 +48,13 @@ impl Running {
 /// Our server on `database`, built with the benchmark profile.
 fn ours(root: &Path, database: &str) -> Result<Running> {
     let binary = root.join("target/benchmark/server");
-    let mut child = Command::new(&binary)
+    let mut command = Command::new(&binary);
+    // A direct connection: PostgreSQL's prepared statements on, as a
+    // deployment without a transaction-mode pooler runs it.
+    if database.starts_with("postgres") {
+        command.env("STATEGRAPH_DATABASE_PREPARED_STATEMENTS", "true");
+    }
+    let mut child = command
         .args(["--port", "0", "--database-url", database])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

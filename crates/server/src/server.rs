@@ -73,7 +73,7 @@ impl ServerBuilder {
             saver,
             store,
             sweeper,
-        } = Storage::open(&self.settings.database.url, &self.settings.store).await?;
+        } = Storage::open(&self.settings.database, &self.settings.store).await?;
         // One system assistant per graph, made the first time a server
         // serves that graph on this database (API.md 1.3).
         let now = chrono::Utc::now();

@@ -202,12 +202,21 @@ pub struct DatabaseSettings {
     /// needed; `postgres://...`: all of it in that database (migrated at
     /// start); `memory`: everything in this process, gone when it stops.
     pub url: String,
+    /// PostgreSQL only: named, cached prepared statements, and single
+    /// statements without a transaction around them (default `false`).
+    /// Turn it on for direct connections and poolers that track prepared
+    /// statements (pgbouncer 1.21 or later with `max_prepared_statements`):
+    /// each statement is then parsed and planned once per connection, not
+    /// every time. A transaction-mode pooler without that support fails
+    /// with "prepared statement ... does not exist".
+    pub prepared_statements: bool,
 }
 
 impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
             url: "sqlite://stategraph.db".into(),
+            prepared_statements: false,
         }
     }
 }
@@ -404,6 +413,13 @@ impl Settings {
         // `DATABASE_URI` is the official server's name for it.
         if let Some(url) = var("STATEGRAPH_DATABASE_URL").or_else(|| var("DATABASE_URI")) {
             self.database.url = url;
+        }
+        if let Some(prepared) = var("STATEGRAPH_DATABASE_PREPARED_STATEMENTS") {
+            self.database.prepared_statements = parse(
+                "STATEGRAPH_DATABASE_PREPARED_STATEMENTS",
+                prepared,
+                "true or false",
+            )?;
         }
         if let Some(runs) = var("STATEGRAPH_MAX_CONCURRENT_RUNS") {
             self.runs.max_concurrent =

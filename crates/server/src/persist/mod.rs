@@ -40,18 +40,20 @@ impl Storage {
     /// opened or migrated; [`Error::Unsupported`](crate::Error::Unsupported)
     /// for another kind of URL.
     pub(crate) async fn open(
-        url: &str,
+        database: &crate::settings::DatabaseSettings,
         store: &crate::settings::StoreSettings,
     ) -> std::result::Result<Self, crate::Error> {
-        let mut storage = Self::open_backend(url, store.options()).await?;
+        let mut storage = Self::open_backend(database, store.options()).await?;
         storage.saver = std::sync::Arc::new(stamped::ThreadStamped(storage.saver));
         Ok(storage)
     }
 
     async fn open_backend(
-        url: &str,
+        database: &crate::settings::DatabaseSettings,
         options: stategraph::store::StoreOptions,
     ) -> std::result::Result<Self, crate::Error> {
+        let url = database.url.as_str();
+        let prepared = database.prepared_statements;
         use std::sync::Arc;
 
         use stategraph::checkpoint::InMemorySaver;
@@ -96,13 +98,13 @@ impl Storage {
                 .connect(url)
                 .await
                 .map_err(|err| database(err.to_string()))?;
-            let saver = PostgresSaver::from_pool(pool.clone());
+            let saver = PostgresSaver::from_pool(pool.clone()).with_prepared_statements(prepared);
             saver
                 .setup()
                 .await
                 .map_err(|err| database(err.to_string()))?;
             let store = PostgresStore::from_pool(pool.clone()).with_options(options);
-            let repository = PostgresRepository::open(pool)
+            let repository = PostgresRepository::open(pool, prepared)
                 .await
                 .map_err(|err| database(err.0))?;
             return Ok(Self {

@@ -25,6 +25,11 @@ const MIGRATION_LOCK: i64 = 0x5347_5345_5256_0001;
 #[derive(Debug, Clone)]
 pub(crate) struct PostgresRepository {
     pool: PgPool,
+    /// Named, cached prepared statements, single statements without a
+    /// transaction around them (`database.prepared_statements`); `false`:
+    /// unnamed statements in transactions, which transaction-mode poolers
+    /// need.
+    prepared: bool,
 }
 
 impl From<sqlx::Error> for PersistError {
@@ -34,7 +39,7 @@ impl From<sqlx::Error> for PersistError {
 }
 
 /// An unnamed statement (pooler-safe).
-fn query(sql: &'static str) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+fn unnamed(sql: &'static str) -> sqlx::query::Query<'static, Postgres, PgArguments> {
     sqlx::query(sql).persistent(false)
 }
 
@@ -43,17 +48,17 @@ impl PostgresRepository {
     ///
     /// # Errors
     /// The database's, or a schema this server did not write.
-    pub(crate) async fn open(pool: PgPool) -> Result<Self> {
+    pub(crate) async fn open(pool: PgPool, prepared: bool) -> Result<Self> {
         let mut tx = pool.begin().await?;
-        query("SELECT pg_advisory_xact_lock($1)")
+        unnamed("SELECT pg_advisory_xact_lock($1)")
             .bind(MIGRATION_LOCK)
             .execute(&mut *tx)
             .await?;
-        query("CREATE TABLE IF NOT EXISTS sg_schema_migrations (version INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+        unnamed("CREATE TABLE IF NOT EXISTS sg_schema_migrations (version INTEGER PRIMARY KEY, text TEXT NOT NULL)")
             .execute(&mut *tx)
             .await?;
         let applied: Vec<(i64, String)> =
-            query("SELECT version, text FROM sg_schema_migrations ORDER BY version")
+            unnamed("SELECT version, text FROM sg_schema_migrations ORDER BY version")
                 .fetch_all(&mut *tx)
                 .await?
                 .iter()
@@ -64,14 +69,14 @@ impl PostgresRepository {
             sqlx::raw_sql(sqlx::AssertSqlSafe(text))
                 .execute(&mut *tx)
                 .await?;
-            query("INSERT INTO sg_schema_migrations (version, text) VALUES ($1, $2)")
+            unnamed("INSERT INTO sg_schema_migrations (version, text) VALUES ($1, $2)")
                 .bind(i32::try_from(version).unwrap_or(i32::MAX))
                 .bind(text)
                 .execute(&mut *tx)
                 .await?;
         }
         tx.commit().await?;
-        Ok(Self { pool })
+        Ok(Self { pool, prepared })
     }
 }
 
@@ -96,13 +101,22 @@ fn docs<T: serde::de::DeserializeOwned>(rows: &[sqlx::postgres::PgRow]) -> Resul
 }
 
 impl PostgresRepository {
-    /// The rows of one statement, in a transaction of its own (a pooler
-    /// may otherwise run its parse and its execution on different server
-    /// connections).
+    /// A statement: named and cached with prepared statements on, else
+    /// unnamed.
+    fn query(&self, sql: &'static str) -> sqlx::query::Query<'static, Postgres, PgArguments> {
+        sqlx::query(sql).persistent(self.prepared)
+    }
+
+    /// The rows of one statement; without prepared statements in a
+    /// transaction of its own (a pooler may otherwise run its parse and its
+    /// execution on different server connections).
     async fn fetch(
         &self,
         statement: sqlx::query::Query<'_, Postgres, PgArguments>,
     ) -> Result<Vec<sqlx::postgres::PgRow>> {
+        if self.prepared {
+            return Ok(statement.fetch_all(&self.pool).await?);
+        }
         let mut tx = self.pool.begin().await?;
         let rows = statement.fetch_all(&mut *tx).await?;
         tx.commit().await?;
@@ -112,6 +126,9 @@ impl PostgresRepository {
     /// [`fetch`](Self::fetch) for a statement without rows: how many rows
     /// it changed.
     async fn exec(&self, statement: sqlx::query::Query<'_, Postgres, PgArguments>) -> Result<u64> {
+        if self.prepared {
+            return Ok(statement.execute(&self.pool).await?.rows_affected());
+        }
         let mut tx = self.pool.begin().await?;
         let done = statement.execute(&mut *tx).await?;
         tx.commit().await?;
@@ -121,7 +138,7 @@ impl PostgresRepository {
     async fn matching(&self, filter: &ThreadFilter) -> Result<Vec<Thread>> {
         let rows = self
             .fetch(
-                query("SELECT doc FROM sg_threads WHERE $1::text IS NULL OR status = $1")
+                self.query("SELECT doc FROM sg_threads WHERE $1::text IS NULL OR status = $1")
                     .bind(filter.status.map(|status| status.as_str())),
             )
             .await?;
@@ -143,7 +160,7 @@ fn expiry(thread: &Thread) -> Option<String> {
 impl Repository for PostgresRepository {
     fn insert_thread(&self, thread: Thread) -> BoxFuture<'_, Result<Inserted>> {
         async move {
-            let inserted = self.exec(query(
+            let inserted = self.exec(self.query(
                 "INSERT INTO sg_threads (thread_id, updated_at, status, expires_at, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (thread_id) DO NOTHING",
             )
             .bind(&thread.thread_id)
@@ -168,7 +185,10 @@ impl Repository for PostgresRepository {
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
         async move {
             let rows = self
-                .fetch(query("SELECT doc FROM sg_threads WHERE thread_id = $1").bind(thread_id))
+                .fetch(
+                    self.query("SELECT doc FROM sg_threads WHERE thread_id = $1")
+                        .bind(thread_id),
+                )
                 .await?;
             Ok(docs(&rows)?.into_iter().next())
         }
@@ -182,7 +202,7 @@ impl Repository for PostgresRepository {
     ) -> BoxFuture<'a, Result<Option<Thread>>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            let rows = query("SELECT doc FROM sg_threads WHERE thread_id = $1 FOR UPDATE")
+            let rows = self.query("SELECT doc FROM sg_threads WHERE thread_id = $1 FOR UPDATE")
                 .bind(thread_id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -190,7 +210,7 @@ impl Repository for PostgresRepository {
                 return Ok(None);
             };
             patch.apply(&mut thread, chrono::Utc::now());
-            query(
+            self.query(
                 "UPDATE sg_threads SET updated_at = $2, status = $3, expires_at = $4, doc = $5 WHERE thread_id = $1",
             )
             .bind(thread_id)
@@ -209,11 +229,12 @@ impl Repository for PostgresRepository {
     fn delete_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            query("DELETE FROM sg_runs WHERE thread_id = $1")
+            self.query("DELETE FROM sg_runs WHERE thread_id = $1")
                 .bind(thread_id)
                 .execute(&mut *tx)
                 .await?;
-            let deleted = query("DELETE FROM sg_threads WHERE thread_id = $1")
+            let deleted = self
+                .query("DELETE FROM sg_threads WHERE thread_id = $1")
                 .bind(thread_id)
                 .execute(&mut *tx)
                 .await?;
@@ -242,7 +263,7 @@ impl Repository for PostgresRepository {
         async move {
             let rows = self
                 .fetch(
-                    query(
+                    self.query(
                         "SELECT doc FROM sg_threads WHERE expires_at < $1 ORDER BY expires_at LIMIT $2",
                     )
                     .bind(crate::wire::sortable(now))
@@ -256,7 +277,7 @@ impl Repository for PostgresRepository {
 
     fn insert_run(&self, run: Run) -> BoxFuture<'_, Result<()>> {
         async move {
-            self.exec(query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
+            self.exec(self.query("INSERT INTO sg_runs (run_id, thread_id, created_at, status, doc) VALUES ($1, $2, $3, $4, $5)")
                 .bind(&run.run_id)
                 .bind(&run.thread_id)
                 .bind(crate::wire::sortable(run.created_at))
@@ -277,7 +298,7 @@ impl Repository for PostgresRepository {
         async move {
             let rows = self
                 .fetch(
-                    query("SELECT doc FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                    self.query("SELECT doc FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
                         .bind(run_id)
                         .bind(thread_id),
                 )
@@ -291,7 +312,7 @@ impl Repository for PostgresRepository {
         async move {
             let replaced = self
                 .exec(
-                    query("UPDATE sg_runs SET status = $2, doc = $3 WHERE run_id = $1")
+                    self.query("UPDATE sg_runs SET status = $2, doc = $3 WHERE run_id = $1")
                         .bind(&run.run_id)
                         .bind(status_text(&run)?)
                         .bind(serde_json::to_string(&run)?),
@@ -313,7 +334,7 @@ impl Repository for PostgresRepository {
                 .map(|status| serde_json::to_value(status).map(|v| v.as_str().map(str::to_owned)))
                 .transpose()?
                 .flatten();
-            let rows = self.fetch(query(
+            let rows = self.fetch(self.query(
                 "SELECT doc FROM sg_runs WHERE thread_id = $1 AND ($2::text IS NULL OR status = $2) \
                  ORDER BY created_at DESC, run_id DESC LIMIT $3 OFFSET $4",
             )
@@ -330,7 +351,7 @@ impl Repository for PostgresRepository {
 
     fn in_flight_runs(&self) -> BoxFuture<'_, Result<Vec<Run>>> {
         async move {
-            let rows = self.fetch(query(
+            let rows = self.fetch(self.query(
                 "SELECT doc FROM sg_runs WHERE status IN ('pending', 'running') ORDER BY created_at, run_id",
             )
             )
@@ -348,7 +369,7 @@ impl Repository for PostgresRepository {
         async move {
             let deleted = self
                 .exec(
-                    query("DELETE FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
+                    self.query("DELETE FROM sg_runs WHERE run_id = $1 AND thread_id = $2")
                         .bind(run_id)
                         .bind(thread_id),
                 )
@@ -361,7 +382,7 @@ impl Repository for PostgresRepository {
     fn insert_assistant(&self, assistant: Assistant) -> BoxFuture<'_, Result<Inserted<Assistant>>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            let inserted = query(
+            let inserted = self.query(
                 "INSERT INTO sg_assistants (assistant_id, doc) VALUES ($1, $2) ON CONFLICT (assistant_id) DO NOTHING",
             )
             .bind(&assistant.assistant_id)
@@ -374,7 +395,7 @@ impl Repository for PostgresRepository {
                 tx.commit().await?;
                 return Ok(Inserted::New(assistant));
             }
-            let rows = query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
+            let rows = self.query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
                 .bind(&assistant.assistant_id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -394,7 +415,7 @@ impl Repository for PostgresRepository {
         async move {
             let rows = self
                 .fetch(
-                    query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
+                    self.query("SELECT doc FROM sg_assistants WHERE assistant_id = $1")
                         .bind(assistant_id),
                 )
                 .await?;
@@ -410,14 +431,16 @@ impl Repository for PostgresRepository {
     ) -> BoxFuture<'a, Result<Changed>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            let rows = query("SELECT doc FROM sg_assistants WHERE assistant_id = $1 FOR UPDATE")
+            let rows = self
+                .query("SELECT doc FROM sg_assistants WHERE assistant_id = $1 FOR UPDATE")
                 .bind(assistant_id)
                 .fetch_all(&mut *tx)
                 .await?;
             let Some(stored) = docs::<Assistant>(&rows)?.into_iter().next() else {
                 return Ok(Changed::NoAssistant);
             };
-            let rows = query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
+            let rows = self
+                .query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
                 .bind(assistant_id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -430,7 +453,7 @@ impl Repository for PostgresRepository {
                 chrono::Utc::now(),
             );
             if let Changed::Done(assistant, record) = &changed {
-                query("UPDATE sg_assistants SET doc = $2 WHERE assistant_id = $1")
+                self.query("UPDATE sg_assistants SET doc = $2 WHERE assistant_id = $1")
                     .bind(assistant_id)
                     .bind(serde_json::to_string(assistant)?)
                     .execute(&mut *tx)
@@ -448,11 +471,12 @@ impl Repository for PostgresRepository {
     fn delete_assistant<'a>(&'a self, assistant_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            query("DELETE FROM sg_assistant_versions WHERE assistant_id = $1")
+            self.query("DELETE FROM sg_assistant_versions WHERE assistant_id = $1")
                 .bind(assistant_id)
                 .execute(&mut *tx)
                 .await?;
-            let deleted = query("DELETE FROM sg_assistants WHERE assistant_id = $1")
+            let deleted = self
+                .query("DELETE FROM sg_assistants WHERE assistant_id = $1")
                 .bind(assistant_id)
                 .execute(&mut *tx)
                 .await?
@@ -468,7 +492,9 @@ impl Repository for PostgresRepository {
         filter: &'a AssistantFilter,
     ) -> BoxFuture<'a, Result<Vec<Assistant>>> {
         async move {
-            let rows = self.fetch(query("SELECT doc FROM sg_assistants")).await?;
+            let rows = self
+                .fetch(self.query("SELECT doc FROM sg_assistants"))
+                .await?;
             Ok(docs::<Assistant>(&rows)?
                 .into_iter()
                 .filter(|assistant| filter.matches(assistant))
@@ -484,7 +510,7 @@ impl Repository for PostgresRepository {
         async move {
             let rows = self
                 .fetch(
-                    query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
+                    self.query("SELECT doc FROM sg_assistant_versions WHERE assistant_id = $1")
                         .bind(assistant_id),
                 )
                 .await?;
@@ -496,10 +522,12 @@ impl Repository for PostgresRepository {
     fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
         async move {
             self.exec(
-                query("INSERT INTO sg_crons (cron_id, next_run_date, doc) VALUES ($1, $2, $3)")
-                    .bind(&cron.cron_id)
-                    .bind(next_run(&cron))
-                    .bind(serde_json::to_string(&cron)?),
+                self.query(
+                    "INSERT INTO sg_crons (cron_id, next_run_date, doc) VALUES ($1, $2, $3)",
+                )
+                .bind(&cron.cron_id)
+                .bind(next_run(&cron))
+                .bind(serde_json::to_string(&cron)?),
             )
             .await?;
             Ok(())
@@ -510,7 +538,10 @@ impl Repository for PostgresRepository {
     fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
         async move {
             let rows = self
-                .fetch(query("SELECT doc FROM sg_crons WHERE cron_id = $1").bind(cron_id))
+                .fetch(
+                    self.query("SELECT doc FROM sg_crons WHERE cron_id = $1")
+                        .bind(cron_id),
+                )
                 .await?;
             Ok(docs(&rows)?.into_iter().next())
         }
@@ -525,7 +556,8 @@ impl Repository for PostgresRepository {
     ) -> BoxFuture<'a, Result<Option<Cron>>> {
         async move {
             let mut tx = self.pool.begin().await?;
-            let rows = query("SELECT doc FROM sg_crons WHERE cron_id = $1 FOR UPDATE")
+            let rows = self
+                .query("SELECT doc FROM sg_crons WHERE cron_id = $1 FOR UPDATE")
                 .bind(cron_id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -543,7 +575,10 @@ impl Repository for PostgresRepository {
     fn delete_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<bool>> {
         async move {
             let deleted = self
-                .exec(query("DELETE FROM sg_crons WHERE cron_id = $1").bind(cron_id))
+                .exec(
+                    self.query("DELETE FROM sg_crons WHERE cron_id = $1")
+                        .bind(cron_id),
+                )
                 .await?;
             Ok(deleted == 1)
         }
@@ -552,7 +587,7 @@ impl Repository for PostgresRepository {
 
     fn find_crons<'a>(&'a self, filter: &'a CronFilter) -> BoxFuture<'a, Result<Vec<Cron>>> {
         async move {
-            let rows = self.fetch(query("SELECT doc FROM sg_crons")).await?;
+            let rows = self.fetch(self.query("SELECT doc FROM sg_crons")).await?;
             Ok(docs::<Cron>(&rows)?
                 .into_iter()
                 .filter(|cron| filter.matches(cron))
@@ -566,11 +601,11 @@ impl Repository for PostgresRepository {
             let mut tx = self.pool.begin().await?;
             // Another scheduler's claim in flight skips those rows, and
             // finds them moved past `now` once it commits.
-            let rows =
-                query("SELECT doc FROM sg_crons WHERE next_run_date <= $1 FOR UPDATE SKIP LOCKED")
-                    .bind(crate::wire::sortable(now))
-                    .fetch_all(&mut *tx)
-                    .await?;
+            let rows = self
+                .query("SELECT doc FROM sg_crons WHERE next_run_date <= $1 FOR UPDATE SKIP LOCKED")
+                .bind(crate::wire::sortable(now))
+                .fetch_all(&mut *tx)
+                .await?;
             let mut claimed = Vec::new();
             for mut cron in docs::<Cron>(&rows)? {
                 if cron.is_due(now) {
@@ -591,7 +626,7 @@ async fn insert_version(
     tx: &mut sqlx::Transaction<'_, Postgres>,
     version: &AssistantVersion,
 ) -> Result<()> {
-    query("INSERT INTO sg_assistant_versions (assistant_id, version, doc) VALUES ($1, $2, $3)")
+    unnamed("INSERT INTO sg_assistant_versions (assistant_id, version, doc) VALUES ($1, $2, $3)")
         .bind(&version.assistant_id)
         .bind(i64::from(version.version))
         .bind(serde_json::to_string(version)?)
@@ -606,7 +641,7 @@ fn next_run(cron: &Cron) -> Option<String> {
 }
 
 async fn write_cron(tx: &mut sqlx::Transaction<'_, Postgres>, cron: &Cron) -> Result<()> {
-    query("UPDATE sg_crons SET next_run_date = $2, doc = $3 WHERE cron_id = $1")
+    unnamed("UPDATE sg_crons SET next_run_date = $2, doc = $3 WHERE cron_id = $1")
         .bind(&cron.cron_id)
         .bind(next_run(cron))
         .bind(serde_json::to_string(cron)?)

@@ -12,8 +12,17 @@ use crate::support::{call, on_a_free_port, send};
 
 /// The fixture graphs served on `url`; the address and the way to stop it.
 async fn serve_on(url: &str) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    serve_prepared(url, false).await
+}
+
+/// [`serve_on`], with PostgreSQL's prepared statements on or off.
+async fn serve_prepared(
+    url: &str,
+    prepared: bool,
+) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let mut settings = on_a_free_port();
     settings.database.url = url.to_owned();
+    settings.database.prepared_statements = prepared;
     serve_with(settings).await
 }
 
@@ -43,7 +52,7 @@ async fn serve_with(
 async fn a_restart_on_the_same_file_keeps_threads_runs_and_state() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("server.db").display());
-    a_restart_keeps_everything(&url).await;
+    a_restart_keeps_everything(&url, false).await;
 }
 
 #[tokio::test]
@@ -51,7 +60,16 @@ async fn a_restart_on_the_same_postgres_database_keeps_threads_runs_and_state() 
     let Some(url) = postgres_schema().await else {
         return;
     };
-    a_restart_keeps_everything(&url).await;
+    a_restart_keeps_everything(&url, false).await;
+}
+
+/// The same with `database.prepared_statements` (direct connections).
+#[tokio::test]
+async fn prepared_statements_on_postgres_keep_everything_too() {
+    let Some(url) = postgres_schema().await else {
+        return;
+    };
+    a_restart_keeps_everything(&url, true).await;
 }
 
 /// A fresh schema on the throwaway cluster `cargo xtask ci` starts, as a
@@ -84,8 +102,8 @@ async fn postgres_schema() -> Option<String> {
 }
 
 /// Threads, runs and checkpoints on `url` survive a restart.
-async fn a_restart_keeps_everything(url: &str) {
-    let (address, stop, task) = serve_on(url).await;
+async fn a_restart_keeps_everything(url: &str, prepared: bool) {
+    let (address, stop, task) = serve_prepared(url, prepared).await;
     let thread = send(
         address,
         "POST /threads",
@@ -147,7 +165,7 @@ async fn a_restart_keeps_everything(url: &str) {
     stop.send(()).unwrap();
     task.await.unwrap();
 
-    let (address, stop, task) = serve_on(url).await;
+    let (address, stop, task) = serve_prepared(url, prepared).await;
     assert_eq!(
         call(address, &format!("GET /assistants/{assistant_id}"))
             .await
