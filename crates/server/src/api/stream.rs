@@ -68,8 +68,14 @@ fn sse(
     }
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A thread's stream shows the same modes in its replay as live.
+    let replay: Vec<Bytes> = events
+        .replay
+        .into_iter()
+        .filter(|frame| keep.is_none_or(|keep| keep.shows(frame)))
+        .collect();
     let feed = Feed {
-        replay: events.replay.into_iter(),
+        replay: replay.into_iter(),
         live: events.live,
         ticks,
         cancel,

@@ -472,6 +472,20 @@ async fn a_thread_stream_reconnect_replays_what_it_missed() {
     .await;
     let (all, _) = parse(&body);
     assert_eq!(all.len(), 8, "{body}");
+    // A replay shows only the modes asked for, as the live stream does.
+    let body = follow_from(
+        address,
+        &format!("/threads/{thread}/stream?stream_modes=lifecycle"),
+        Some("-1"),
+        async {},
+        |body| body.matches("run_done").count() == 2,
+    )
+    .await;
+    let (lifecycle, _) = parse(&body);
+    assert_eq!(
+        names(&lifecycle),
+        ["metadata", "metadata", "metadata", "metadata"]
+    );
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 """Layer 1 rows of milestone S3: thread TTLs, `supersteps` with a `command`,
-`feedback_keys` and relative webhook URLs, through the official Python SDK.
+`feedback_keys`, relative webhook URLs and a thread's stream resumed with
+`Last-Event-ID`, through the official Python SDK.
 
 Every test runs with `[async]` and `[sync]` clients (conftest.py). Most use the
 suite's server (STATEGRAPH_SERVER_URL, default settings). Tests that need other
@@ -18,7 +19,7 @@ import subprocess
 import threading
 import time
 import uuid
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -166,6 +167,93 @@ async def own_client(client, url: str):
             await raw.aclose()
         else:
             raw.close()
+
+
+def is_run_done(part) -> bool:
+    return part.event == "metadata" and part.data.get("status") == "run_done"
+
+
+def event_key(event_id: str) -> tuple[int, int]:
+    """An SSE id `<ms>-<seq>` as numbers, the order the server gives them."""
+    ms, _, seq = event_id.partition("-")
+    return int(ms), int(seq)
+
+
+def run_events(part_list) -> list[tuple[str, dict]]:
+    return [(p.event, p.data) for p in part_list]
+
+
+@asynccontextmanager
+async def thread_stream(client, thread_id: str, last_event_id: str | None = None,
+                        timeout: float = 10.0):
+    """The SDK's `threads.join_stream(thread_id, last_event_id=...)`, read part by part
+    (the conftest adapter collects a whole stream, and a thread's stream never ends).
+    Open when this yields: the server has answered the request (seen by an httpx
+    response hook), and it follows the thread before it answers, so a run started
+    afterwards is streamed from its first event. Yields `read(n)`: the parts up to the
+    n-th `run_done` metadata from here, within `timeout` seconds. Closed on the way
+    out (the follower leaves)."""
+    path = f"/threads/{thread_id}/stream"
+    opened = threading.Event()
+
+    def seen(response):
+        if response.request.url.path == path:
+            opened.set()
+
+    async def aseen(response):
+        seen(response)
+
+    http = client.raw.http.client
+    hook = aseen if client.kind == "async" else seen
+    http.event_hooks["response"].append(hook)
+    if client.kind == "async":
+        stream = await client.raw.threads.join_stream(thread_id, last_event_id=last_event_id)
+
+        def pull():
+            return anext(stream, None)
+    else:
+        stream = client.raw.threads.join_stream(thread_id, last_event_id=last_event_id)
+
+        def pull():
+            return asyncio.to_thread(next, stream, None)
+
+    # the request goes out with the first read
+    pending = asyncio.ensure_future(pull())
+
+    async def read(run_dones: int = 1) -> list:
+        nonlocal pending
+        parts = []
+        deadline = time.monotonic() + timeout
+        while sum(map(is_run_done, parts)) < run_dones:
+            step, pending = pending or asyncio.ensure_future(pull()), None
+            try:
+                part = await asyncio.wait_for(step, max(deadline - time.monotonic(), 0.01))
+            except TimeoutError:
+                pytest.fail(f"no run_done number {run_dones} within {timeout} s: {run_events(parts)}")
+            assert part is not None, f"the thread's stream ended: {run_events(parts)}"
+            parts.append(part)
+        return parts
+
+    try:
+        deadline = time.monotonic() + timeout
+        while not (opened.is_set() or pending.done()):
+            assert time.monotonic() < deadline, f"{path} did not answer within {timeout} s"
+            await asyncio.sleep(0.01)
+        yield read
+    finally:
+        http.event_hooks["response"].remove(hook)
+        if pending is not None and not pending.done():
+            pending.cancel()
+        if client.kind == "async":
+            if pending is not None:
+                with suppress(asyncio.CancelledError, Exception):
+                    await pending
+            await stream.aclose()
+        else:
+            try:
+                stream.close()
+            except ValueError:  # still read by a timed-out worker thread
+                pass
 
 
 # ---------------------------------------------------------------- thread TTL
@@ -462,3 +550,60 @@ async def test_S3_runs_webhook_relative_in_process(client, tmp_path, database):
             await asyncio.sleep(0.3)
             assert len(await own.runs.list(tid)) == 2
             assert (await own.threads.get(tid))["values"]["count"] == 1
+
+
+# ---------------------------------------------------------------- thread stream resume
+
+
+async def test_S3_threads_join_stream_resume_last_event_id(client):
+    """A thread's stream is kept after its follower left: `threads.join_stream(tid,
+    last_event_id=...)` (the SDK sends it as `Last-Event-ID`) replays the events after
+    that id, `"-1"` every kept event, and without one the stream is the live tail.
+    A run's events on it: `metadata {run_id, attempt}`, its `values`, then `metadata
+    {status: run_done, run_id}`, each with an SSE id (`StreamPart.id`)."""
+    tid = (await client.threads.create())["thread_id"]
+
+    def expected(run_id: str) -> list[tuple[str, dict]]:
+        # simple with count 1: the input's values, then slow's
+        return [
+            ("metadata", {"run_id": run_id, "attempt": 1}),
+            ("values", {"messages": [], "count": 1}),
+            ("values", {"messages": [], "count": 2}),
+            ("metadata", {"status": "run_done", "run_id": run_id}),
+        ]
+
+    # followed before the first run (the server keeps a thread's stream once followed)
+    async with thread_stream(client, tid) as read:
+        first = await client.runs.create(tid, "simple", input={"count": 1})
+        live = await read()
+    assert run_events(live) == expected(first["run_id"])
+    assert all(p.id for p in live), [p.id for p in live]
+    last_seen = live[-1].id
+
+    # nobody follows it now; a second run goes by
+    second = await client.runs.create(tid, "simple", input={"count": 1})
+    assert await client.runs.join(tid, second["run_id"]) == {"messages": [], "count": 2}
+
+    # from the last id seen: exactly the second run's events
+    async with thread_stream(client, tid, last_event_id=last_seen) as read:
+        missed = await read()
+    assert run_events(missed) == expected(second["run_id"])
+    assert all(p.id for p in missed), [p.id for p in missed]
+
+    # -1: every kept event, both runs, with the ids they had
+    async with thread_stream(client, tid, last_event_id="-1") as read:
+        everything = await read(2)
+    assert len(everything) == 8, run_events(everything)
+    assert sum(map(is_run_done, everything)) == 2
+    assert [(p.event, p.data, p.id) for p in everything] == [
+        (p.event, p.data, p.id) for p in live + missed
+    ]
+    keys = [event_key(p.id) for p in everything]
+    assert all(a < b for a, b in zip(keys, keys[1:])), [p.id for p in everything]
+
+    # no Last-Event-ID: the live tail, nothing kept replayed
+    async with thread_stream(client, tid) as read:
+        third = await client.runs.create(tid, "simple", input={"count": 1})
+        tail = await read()
+    assert run_events(tail) == expected(third["run_id"])
+    assert event_key(tail[0].id) > keys[-1], (tail[0].id, everything[-1].id)
