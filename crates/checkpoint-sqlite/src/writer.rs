@@ -96,6 +96,9 @@ impl Writer {
             Box::new(move |commit: Option<&rusqlite::Error>| {
                 let result = match (outcome, failed.as_ref().or(commit)) {
                     (Some(Err(panic)), _) => Err(Failed::Panic(panic)),
+                    // Its own failure, whatever became of the batch: none
+                    // of its writes are kept either way.
+                    (Some(Ok(Err(err))), _) => Ok(Err(err)),
                     (_, Some(err)) => Err(Failed::Commit(copy_error(err))),
                     (Some(Ok(value)), None) => Ok(value),
                     // Not run, and nothing said why (cannot happen: a
@@ -228,7 +231,28 @@ fn commit_together(conn: &mut Connection, batch: Vec<BatchedJob>) {
         }
         return;
     }
-    let settles: Vec<Settle> = batch.into_iter().map(|job| job(Some(conn))).collect();
+    let mut settles: Vec<Settle> = Vec::with_capacity(batch.len());
+    let mut jobs = batch.into_iter();
+    while let Some(job) = jobs.next() {
+        settles.push(job(Some(conn)));
+        // SQLite rolls a transaction back by itself on some errors (disk
+        // full, I/O, out of memory): the batch's earlier writes are gone,
+        // and a later job would run, and commit, on its own. So every job
+        // of the batch hears of it, and the rest do not run.
+        if conn.is_autocommit() {
+            let lost = rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                Some("SQLite rolled back the batch's transaction after an error in one of its writes".into()),
+            );
+            for settle in settles {
+                settle(Some(&lost));
+            }
+            for job in jobs {
+                job(None)(Some(&lost));
+            }
+            return;
+        }
+    }
     let committed = conn.execute_batch("COMMIT");
     if committed.is_err() && !conn.is_autocommit() {
         // Nothing of the batch is kept; a failed rollback leaves the
@@ -342,6 +366,33 @@ mod tests {
         assert!(matches!(wait(panicking), Err(Failed::Panic(_))));
         assert!(wait(last).ok().unwrap().unwrap());
         assert_eq!(values(&writer), vec![1, 4]);
+    }
+
+    /// When the batch's transaction ends under it (here a job rolls it
+    /// back, as SQLite does by itself on a full disk), no job of the batch
+    /// is answered success: the earlier ones lost their writes, the later
+    /// ones do not run.
+    #[test]
+    fn a_batch_whose_transaction_is_lost_answers_every_job_with_the_loss() {
+        let (_dir, writer) = writer();
+        let gate = Arc::new(Barrier::new(2));
+        let held = Arc::clone(&gate);
+        let busy = writer.alone(move |_: &mut Connection| {
+            held.wait();
+        });
+        let before = writer.batched(insert(1));
+        let lose = writer.batched(|conn: &mut Connection| conn.execute_batch("ROLLBACK"));
+        let after = writer.batched(insert(3));
+        gate.wait();
+        wait(busy).ok().unwrap();
+        for answer in [before, after] {
+            assert!(matches!(wait(answer), Err(Failed::Commit(_))));
+        }
+        assert!(matches!(wait(lose), Err(Failed::Commit(_))));
+        assert_eq!(values(&writer), Vec::<i64>::new());
+        // The writer goes on.
+        assert!(wait(writer.batched(insert(4))).ok().unwrap().unwrap());
+        assert_eq!(values(&writer), vec![4]);
     }
 
     /// A job alone may open its own transaction; a dropped writer answers

@@ -63,6 +63,14 @@ impl ServerBuilder {
                 });
             }
         }
+        if let Some(minutes) = self.settings.threads.default_ttl_minutes {
+            crate::threads::ThreadTtl::check_minutes(minutes).map_err(|message| {
+                Error::InvalidSetting {
+                    name: "threads.default_ttl_minutes",
+                    message,
+                }
+            })?;
+        }
         for (index, (id, _)) in self.graphs.iter().enumerate() {
             if self.graphs[..index].iter().any(|(other, _)| other == id) {
                 return Err(Error::DuplicateGraph(id.clone()));

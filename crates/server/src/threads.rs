@@ -75,6 +75,9 @@ pub(crate) struct Thread {
     pub(crate) ttl: Option<ThreadTtl>,
 }
 
+/// The longest TTL, in minutes: a thousand years.
+pub(crate) const MAX_TTL_MINUTES: f64 = 1000.0 * 365.25 * 24.0 * 60.0;
+
 /// A thread's time to live (the official `ThreadTTLInfo`): counted from
 /// the create or patch that set it; runs and updates do not extend it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,15 +89,34 @@ pub(crate) struct ThreadTtl {
 }
 
 impl ThreadTtl {
-    /// A TTL of `minutes` set `now`.
+    /// A TTL of `minutes` set `now`; `minutes` is checked by
+    /// [`ThreadTtl::check_minutes`] (callers do), and an expiry past
+    /// chrono's range is kept at its end.
     pub(crate) fn new(strategy: TtlStrategy, minutes: f64, now: DateTime<Utc>) -> Self {
-        // Checked finite and not negative by the callers; the cap keeps
-        // the sum in chrono's range.
-        let millis = (minutes.clamp(0.0, 1.0e12) * 60_000.0) as i64;
+        let millis = (minutes.clamp(0.0, MAX_TTL_MINUTES) * 60_000.0) as i64;
+        let expires_at = now
+            .checked_add_signed(chrono::Duration::milliseconds(millis))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
         Self {
             strategy,
             ttl_minutes: minutes,
-            expires_at: now + chrono::Duration::milliseconds(millis),
+            expires_at,
+        }
+    }
+
+    /// Whether `minutes` is a TTL: a number from 0 to
+    /// [`MAX_TTL_MINUTES`] (a thousand years; an expiry has to stay a
+    /// four-digit year to be stored and read back).
+    ///
+    /// # Errors
+    /// What is wrong, for a 422 or a settings error.
+    pub(crate) fn check_minutes(minutes: f64) -> Result<f64, String> {
+        if minutes.is_finite() && (0.0..=MAX_TTL_MINUTES).contains(&minutes) {
+            Ok(minutes)
+        } else {
+            Err(format!(
+                "a TTL is a number of minutes from 0 to {MAX_TTL_MINUTES}, not {minutes}"
+            ))
         }
     }
 
@@ -119,14 +141,11 @@ impl ThreadTtl {
         };
         match fields.get("ttl") {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(minutes)) => match minutes.as_f64() {
-                Some(minutes) if minutes.is_finite() && minutes >= 0.0 => {
-                    Ok(Some(Self::new(strategy, minutes, now)))
-                }
-                _ => Err(format!(
-                    "ttl.ttl must be a number of minutes, zero or more, not {minutes}"
-                )),
-            },
+            Some(Value::Number(minutes)) => {
+                let minutes = Self::check_minutes(minutes.as_f64().unwrap_or(f64::NAN))
+                    .map_err(|err| format!("ttl.ttl: {err}"))?;
+                Ok(Some(Self::new(strategy, minutes, now)))
+            }
             Some(other) => Err(format!("ttl.ttl must be a number of minutes, not {other}")),
         }
     }

@@ -4,8 +4,9 @@
 //! `webhook_sent_at`, the thread's final `values`, and `error` when it
 //! failed. As the official server, a call that times out, cannot connect
 //! or gets 5xx or 429 is tried again (three attempts in all, about 1 s
-//! then 2 s apart, with jitter); a final failure is logged and leaves the
-//! run as it is. URLs are checked when the run is asked for, and again
+//! then 2 s apart, with jitter), but a relative URL is not after a
+//! timeout (its handler may have done part of its work); a final failure
+//! is logged and leaves the run as it is. URLs are checked when the run is asked for, and again
 //! before the call, against `[webhooks]`: loopback hosts (and names that
 //! resolve to them) are refused unless allowed, and a domain allow-list,
 //! `https` and ports can be required. A relative URL (`/path?query`),
@@ -242,11 +243,13 @@ async fn call_own_route(
         .map_err(|err| internal(format!("not a request path: {err}")))?;
     request.extensions_mut().insert(Loopback);
     let call = crate::api::router(Arc::clone(core)).oneshot(request);
+    // A timeout dropped the handler partway: calling it again could do
+    // its work twice, so a relative URL is not tried again after one.
     let answer = tokio::time::timeout(timeout, call)
         .await
         .map_err(|_| Failure {
             message: format!("no answer within {timeout:?}"),
-            retry: true,
+            retry: false,
         })?
         .map_err(|never| match never {})?;
     if answer.status().is_success() {

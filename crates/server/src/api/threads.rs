@@ -552,37 +552,56 @@ pub(crate) async fn sweep_expired_threads(state: ApiState) {
     }
 }
 
-/// One sweep; how many threads it acted on.
+/// One sweep; how many threads it acted on. A thread that fails is
+/// logged and left for the next sweep; the others go on.
 async fn sweep_once(state: &ApiState) -> Result<usize, ApiError> {
     let now = chrono::Utc::now();
     let limit = state.settings.threads.sweep_limit;
     let mut swept = 0;
     for thread in state.repository.expired_threads(now, limit).await? {
-        let Some(ttl) = &thread.ttl else { continue };
-        match ttl.strategy {
-            crate::settings::TtlStrategy::Delete => {
-                if state.runs.gate(&thread.thread_id).await.busy() {
-                    continue;
-                }
-                delete_one(state, &thread.thread_id).await?;
-            }
-            crate::settings::TtlStrategy::KeepLatest => {
-                if !keep_latest_only(state, &thread.thread_id).await? {
-                    continue;
-                }
-                let again = ThreadPatch {
-                    ttl: Some(ttl.restarted(now)),
-                    ..ThreadPatch::default()
-                };
-                state
-                    .repository
-                    .patch_thread(&thread.thread_id, again)
-                    .await?;
+        match sweep_thread(state, &thread.thread_id, now).await {
+            Ok(true) => swept += 1,
+            Ok(false) => {}
+            Err(err) => {
+                tracing::warn!(thread_id = %thread.thread_id, error = ?err, "an expired thread was not swept; next time");
             }
         }
-        swept += 1;
     }
     Ok(swept)
+}
+
+/// Acts on one thread whose TTL ran out by `now`, read again first (a
+/// patch may have set a new TTL since the list); whether it did.
+async fn sweep_thread(
+    state: &ApiState,
+    thread_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, ApiError> {
+    let Some(thread) = state.repository.get_thread(thread_id).await? else {
+        return Ok(false);
+    };
+    let Some(ttl) = thread.ttl.filter(|ttl| ttl.expires_at < now) else {
+        return Ok(false);
+    };
+    match ttl.strategy {
+        crate::settings::TtlStrategy::Delete => {
+            if state.runs.gate(thread_id).await.busy() {
+                return Ok(false);
+            }
+            delete_one(state, thread_id).await?;
+        }
+        crate::settings::TtlStrategy::KeepLatest => {
+            if !keep_latest_only(state, thread_id).await? {
+                return Ok(false);
+            }
+            let again = ThreadPatch {
+                ttl: Some(ttl.restarted(now)),
+                ..ThreadPatch::default()
+            };
+            state.repository.patch_thread(thread_id, again).await?;
+        }
+    }
+    Ok(true)
 }
 
 /// Keeps only the thread's latest checkpoint (per namespace), unless a run

@@ -609,7 +609,9 @@ async fn a_threads_ttl_is_checked_and_shown_on_request() {
         (json!({"ttl": 5}), "object"),
         (json!({"ttl": "5"}), "object"),
         (json!({"ttl": {"ttl": "x"}}), "number of minutes"),
-        (json!({"ttl": {"ttl": -1}}), "zero or more"),
+        (json!({"ttl": {"ttl": -1}}), "from 0 to"),
+        // Past a thousand years the expiry could not be stored.
+        (json!({"ttl": {"ttl": 5e9}}), "from 0 to"),
         (
             json!({"ttl": {"ttl": 5, "strategy": "bogus"}}),
             "keep_latest",
@@ -678,6 +680,20 @@ async fn a_threads_ttl_is_checked_and_shown_on_request() {
         .await
         .json();
     assert_eq!(shown["ttl"], Json::Null);
+
+    let mut bad = on_a_free_port();
+    bad.threads.default_ttl_minutes = Some(f64::NAN);
+    let Err(refused) = stategraph_server::Server::builder()
+        .settings(bad)
+        .build()
+        .await
+    else {
+        panic!("a TTL that is not a number is refused");
+    };
+    assert!(
+        refused.to_string().contains("threads.default_ttl_minutes"),
+        "{refused}"
+    );
 
     let mut settings = on_a_free_port();
     settings.threads.default_ttl_minutes = Some(30.0);
