@@ -151,6 +151,8 @@ struct Inner {
     last_id: Option<EventId>,
     subscribers: Vec<Subscriber>,
     closed: bool,
+    /// Whether the log has dropped an event (said once).
+    dropped_any: bool,
 }
 
 impl RunChannel {
@@ -225,7 +227,12 @@ impl RunChannel {
                     break;
                 };
                 inner.log_bytes -= dropped.frame.len();
-                tracing::warn!(event = %dropped.id, "a run's stored events are over the limit; the oldest is dropped");
+                // Once per channel: a thread's long-lived stream drops its
+                // oldest events all the time.
+                if !inner.dropped_any {
+                    inner.dropped_any = true;
+                    tracing::warn!(event = %dropped.id, "stored events are over the limit; the oldest are dropped");
+                }
             }
         }
     }

@@ -51,6 +51,10 @@ pub(crate) struct RunManager {
     /// How many threads are followed (`threads.len()`), read without the
     /// lock: runs publish each event here, and usually no one follows.
     followed: std::sync::atomic::AtomicUsize,
+    /// When the manager was made, and when (milliseconds after) the thread
+    /// streams were last pruned.
+    started: std::time::Instant,
+    feeds_pruned_ms: std::sync::atomic::AtomicU64,
     /// Runs executing now (`exec::execute` holds one [`Executing`] each).
     executing: std::sync::atomic::AtomicUsize,
     /// Told whenever a run stops executing.
@@ -196,6 +200,8 @@ impl RunManager {
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
             threads: Mutex::default(),
             followed: std::sync::atomic::AtomicUsize::new(0),
+            started: std::time::Instant::now(),
+            feeds_pruned_ms: std::sync::atomic::AtomicU64::new(0),
             executing: std::sync::atomic::AtomicUsize::new(0),
             stopped: tokio::sync::Notify::new(),
             closing: AtomicBool::new(false),
@@ -255,6 +261,16 @@ impl RunManager {
             return;
         }
         let mut threads = lock(&self.threads);
+        // Now and then, the streams left longer than the retention ago go
+        // (a quiet thread's stream would otherwise wait for a follower).
+        let now = self.started.elapsed().as_millis();
+        let now = u64::try_from(now).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.feeds_pruned_ms.load(Ordering::SeqCst)) >= 1_000 {
+            self.feeds_pruned_ms.store(now, Ordering::SeqCst);
+            let retention = self.retention;
+            threads.retain(|_, feed| feed.wanted(retention));
+            self.followed.store(threads.len(), Ordering::SeqCst);
+        }
         let Some(feed) = threads.get_mut(thread_id) else {
             return;
         };
