@@ -113,6 +113,22 @@ impl SqliteSaver {
         self.db.write_with(op).await
     }
 
+    /// Runs `op` on a reader connection of the saver (tokio's blocking
+    /// pool), for reads of your own tables in the same file: it sees every
+    /// write answered before it started, and waits for no writer.
+    ///
+    /// # Errors
+    /// [`Error::Backend`](stategraph_checkpoint::Error::Backend) when no
+    /// reader connection can be opened or the runtime is shutting down;
+    /// `op`'s own error as the inner `Err`.
+    pub async fn read_with<T: Send + 'static, E: Send + 'static>(
+        &self,
+        mut op: impl FnMut(&rusqlite::Connection) -> std::result::Result<T, E> + Send + 'static,
+    ) -> Result<std::result::Result<T, E>> {
+        self.blocking("read_with", move |db| db.read(move |conn| Ok(op(conn))))
+            .await
+    }
+
     /// The connections, shared with stores built from this saver.
     pub(crate) fn database(&self) -> &Arc<Database> {
         &self.db

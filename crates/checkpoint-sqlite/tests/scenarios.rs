@@ -1039,3 +1039,43 @@ fn an_unopenable_file_names_its_path() {
         "{text}"
     );
 }
+
+/// Tables of one's own in the saver's file: written in the writer's
+/// batches (`write_with`, atomic: a failed write keeps nothing), read on a
+/// reader connection (`read_with`), which sees every answered write.
+#[tokio::test]
+async fn own_tables_are_written_with_the_writer_and_read_by_the_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = SqliteSaver::open(dir.path().join("own.db")).unwrap();
+    saver
+        .write_with(|conn| conn.execute_batch("CREATE TABLE mine (v INTEGER NOT NULL)"))
+        .await
+        .unwrap()
+        .unwrap();
+    saver
+        .write_with(|conn| conn.execute("INSERT INTO mine (v) VALUES (1)", []))
+        .await
+        .unwrap()
+        .unwrap();
+    let failed = saver
+        .write_with(|conn| {
+            conn.execute("INSERT INTO mine (v) VALUES (2)", [])?;
+            conn.execute("INSERT INTO mine (v) VALUES (NULL)", [])
+        })
+        .await
+        .unwrap();
+    assert!(
+        failed.is_err(),
+        "the NOT NULL column refuses the second row"
+    );
+    let values = saver
+        .read_with(|conn| {
+            conn.prepare("SELECT v FROM mine ORDER BY v")?
+                .query_map([], |row| row.get::<_, i64>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(values, [1], "the failed write kept nothing");
+}

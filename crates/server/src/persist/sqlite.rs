@@ -66,6 +66,22 @@ impl SqliteRepository {
         Ok(Self { saver })
     }
 
+    /// Runs `op`, which only reads, on one of the saver's reader
+    /// connections: it waits for no batch.
+    fn on_reader<T: Send + 'static>(
+        &self,
+        op: impl FnMut(&Connection) -> Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T>> {
+        let saver = self.saver.clone();
+        async move {
+            saver
+                .read_with(op)
+                .await
+                .map_err(|err| PersistError(format!("a repository read failed: {err}")))?
+        }
+        .boxed()
+    }
+
     /// Runs `op` on the saver's writer connection, in its next batch (its
     /// writes committed with the saver's; rolled back when it fails).
     fn on_writer<T: Send + 'static>(
@@ -181,7 +197,7 @@ impl Repository for SqliteRepository {
 
     fn get_thread<'a>(&'a self, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Thread>>> {
         let thread_id = thread_id.to_owned();
-        self.on_writer(move |connection| read_thread(connection, &thread_id))
+        self.on_reader(move |connection| read_thread(connection, &thread_id))
     }
 
     fn patch_thread<'a>(
@@ -275,7 +291,7 @@ impl Repository for SqliteRepository {
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Run>>> {
         let (thread_id, run_id) = (thread_id.to_owned(), run_id.to_owned());
-        self.on_writer(move |connection| {
+        self.on_reader(move |connection| {
             let doc: Option<String> = connection
                 .query_row(
                     "SELECT doc FROM sg_runs WHERE run_id = ?1 AND thread_id = ?2",
@@ -381,7 +397,7 @@ impl Repository for SqliteRepository {
         assistant_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Assistant>>> {
         let assistant_id = assistant_id.to_owned();
-        self.on_writer(move |connection| read_assistant(connection, &assistant_id))
+        self.on_reader(move |connection| read_assistant(connection, &assistant_id))
     }
 
     fn change_assistant<'a>(
@@ -460,7 +476,7 @@ impl Repository for SqliteRepository {
         assistant_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<AssistantVersion>>> {
         let assistant_id = assistant_id.to_owned();
-        self.on_writer(move |connection| read_versions(connection, &assistant_id))
+        self.on_reader(move |connection| read_versions(connection, &assistant_id))
     }
 
     fn insert_cron(&self, cron: Cron) -> BoxFuture<'_, Result<()>> {
@@ -475,7 +491,7 @@ impl Repository for SqliteRepository {
 
     fn get_cron<'a>(&'a self, cron_id: &'a str) -> BoxFuture<'a, Result<Option<Cron>>> {
         let cron_id = cron_id.to_owned();
-        self.on_writer(move |connection| read_cron(connection, &cron_id))
+        self.on_reader(move |connection| read_cron(connection, &cron_id))
     }
 
     fn patch_cron<'a>(
