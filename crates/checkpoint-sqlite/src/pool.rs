@@ -8,8 +8,9 @@
 //! never wait for a lock of ours. An in-memory database lives inside its
 //! one connection, so it has no pool: reads go to the writer thread too.
 //!
-//! Everything here but [`Database::write_async`] blocks; the saver and the
-//! store call it from `tokio::task::spawn_blocking`. Operations end with
+//! Writes are awaited ([`Database::write_async`]); everything else here
+//! blocks, and the saver and the store call it from
+//! `tokio::task::spawn_blocking`. Operations end with
 //! the error type of
 //! whoever runs them ([`DbError`]): the saver's
 //! [`stategraph_checkpoint::Error`] or the store's
@@ -139,14 +140,6 @@ impl Database {
     /// (see [`crate::writer`]): in a savepoint of its own, rolled back if it
     /// fails; it returns once the batch committed. `op` must not begin a
     /// transaction.
-    pub(crate) fn write<T: Send + 'static, E: DbError + Send + 'static>(
-        &self,
-        op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
-    ) -> Result<T, E> {
-        writer::wait(self.writer.batched(op)).unwrap_or_else(|failed| Err(E::from_failed(failed)))
-    }
-
-    /// [`Database::write`] without blocking: for the async callers.
     pub(crate) async fn write_async<T: Send + 'static, E: DbError + Send + 'static>(
         &self,
         op: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,

@@ -259,10 +259,9 @@ impl CheckpointSaver for SqliteSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         limits::check_thread_ids("delete_thread", [thread_id])?;
         let thread_id = thread_id.to_owned();
-        self.blocking("delete_thread", move |db| {
-            db.write(move |conn| ops::delete_thread(conn, &thread_id))
-        })
-        .await
+        self.db
+            .write_async(move |conn| ops::delete_thread(conn, &thread_id))
+            .await
     }
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
@@ -270,19 +269,17 @@ impl CheckpointSaver for SqliteSaver {
             return Ok(());
         }
         let run_ids = limits::stored_run_ids(run_ids).into_owned();
-        self.blocking("delete_for_runs", move |db| {
-            db.write(move |conn| ops::delete_for_runs(conn, &run_ids))
-        })
-        .await
+        self.db
+            .write_async(move |conn| ops::delete_for_runs(conn, &run_ids))
+            .await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         limits::check_thread_ids("copy_thread", [source, target])?;
         let (source, target) = (source.to_owned(), target.to_owned());
-        self.blocking("copy_thread", move |db| {
-            db.write(move |conn| ops::copy_thread(conn, &source, &target))
-        })
-        .await
+        self.db
+            .write_async(move |conn| ops::copy_thread(conn, &source, &target))
+            .await
     }
 
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
@@ -291,10 +288,9 @@ impl CheckpointSaver for SqliteSaver {
             return Ok(());
         }
         let thread_ids = thread_ids.to_vec();
-        self.blocking("prune", move |db| {
-            db.write(move |conn| ops::prune(conn, &thread_ids, strategy))
-        })
-        .await
+        self.db
+            .write_async(move |conn| ops::prune(conn, &thread_ids, strategy))
+            .await
     }
 }
 
