@@ -47,14 +47,10 @@ pub(crate) struct RunManager {
     /// The streams of threads someone follows (`GET /threads/{id}/stream`),
     /// by thread; a stream is kept `retention` after its last follower left,
     /// so a reconnect with `Last-Event-ID` replays what it missed.
-    threads: Mutex<HashMap<String, ThreadFeed>>,
+    threads: Mutex<ThreadFeeds>,
     /// How many threads are followed (`threads.len()`), read without the
     /// lock: runs publish each event here, and usually no one follows.
     followed: std::sync::atomic::AtomicUsize,
-    /// When the manager was made, and when (milliseconds after) the thread
-    /// streams were last pruned.
-    started: std::time::Instant,
-    feeds_pruned_ms: std::sync::atomic::AtomicU64,
     /// Runs executing now (`exec::execute` holds one [`Executing`] each).
     executing: std::sync::atomic::AtomicUsize,
     /// Told whenever a run stops executing.
@@ -83,6 +79,21 @@ impl ThreadFeed {
             return true;
         }
         self.followed_at.elapsed() < retention
+    }
+}
+
+/// The thread streams, by thread, and when the unwanted ones last went.
+#[derive(Debug)]
+struct ThreadFeeds {
+    feeds: HashMap<String, ThreadFeed>,
+    pruned_at: std::time::Instant,
+}
+
+impl ThreadFeeds {
+    /// Forgets the streams no longer wanted (see [`ThreadFeed::wanted`]).
+    fn prune(&mut self, retention: Duration) {
+        self.feeds.retain(|_, feed| feed.wanted(retention));
+        self.pruned_at = std::time::Instant::now();
     }
 }
 
@@ -198,10 +209,11 @@ impl RunManager {
             gates: Mutex::default(),
             live: Mutex::default(),
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
-            threads: Mutex::default(),
+            threads: Mutex::new(ThreadFeeds {
+                feeds: HashMap::new(),
+                pruned_at: std::time::Instant::now(),
+            }),
             followed: std::sync::atomic::AtomicUsize::new(0),
-            started: std::time::Instant::now(),
-            feeds_pruned_ms: std::sync::atomic::AtomicU64::new(0),
             executing: std::sync::atomic::AtomicUsize::new(0),
             stopped: tokio::sync::Notify::new(),
             closing: AtomicBool::new(false),
@@ -235,9 +247,9 @@ impl RunManager {
         from: StartAt,
     ) -> Subscription {
         let mut threads = lock(&self.threads);
-        let retention = self.retention;
-        threads.retain(|_, feed| feed.wanted(retention));
+        threads.prune(self.retention);
         let feed = threads
+            .feeds
             .entry(thread_id.to_owned())
             .or_insert_with(|| ThreadFeed {
                 channel: Arc::new(RunChannel::new(true, bounds, max_log_bytes)),
@@ -245,13 +257,13 @@ impl RunManager {
             });
         feed.followed_at = std::time::Instant::now();
         let subscription = feed.channel.subscribe(from);
-        self.followed.store(threads.len(), Ordering::SeqCst);
+        self.followed.store(threads.feeds.len(), Ordering::SeqCst);
         subscription
     }
 
     /// Whether someone follows the thread's stream (or may come back to it).
     pub(crate) fn thread_followed(&self, thread_id: &str) -> bool {
-        lock(&self.threads).contains_key(thread_id)
+        lock(&self.threads).feeds.contains_key(thread_id)
     }
 
     /// Sends an event to the thread's stream, if it has one; forgets the
@@ -262,33 +274,30 @@ impl RunManager {
         }
         let mut threads = lock(&self.threads);
         // Now and then, the streams left longer than the retention ago go
-        // (a quiet thread's stream would otherwise wait for a follower).
-        let now = self.started.elapsed().as_millis();
-        let now = u64::try_from(now).unwrap_or(u64::MAX);
-        if now.saturating_sub(self.feeds_pruned_ms.load(Ordering::SeqCst)) >= 1_000 {
-            self.feeds_pruned_ms.store(now, Ordering::SeqCst);
-            let retention = self.retention;
-            threads.retain(|_, feed| feed.wanted(retention));
-            self.followed.store(threads.len(), Ordering::SeqCst);
+        // (a quiet thread's stream would otherwise wait for a follower);
+        // this thread's is checked now.
+        if threads.pruned_at.elapsed() >= Duration::from_secs(1) {
+            threads.prune(self.retention);
+            self.followed.store(threads.feeds.len(), Ordering::SeqCst);
         }
-        let Some(feed) = threads.get_mut(thread_id) else {
+        let Some(feed) = threads.feeds.get_mut(thread_id) else {
             return;
         };
         if feed.wanted(self.retention) {
             feed.channel.publish(name, data);
         } else {
-            threads.remove(thread_id);
-            self.followed.store(threads.len(), Ordering::SeqCst);
+            threads.feeds.remove(thread_id);
         }
+        self.followed.store(threads.feeds.len(), Ordering::SeqCst);
     }
 
     /// Ends the thread's stream (the thread is being deleted).
     fn close_thread(&self, thread_id: &str) {
         let mut threads = lock(&self.threads);
-        if let Some(feed) = threads.remove(thread_id) {
+        if let Some(feed) = threads.feeds.remove(thread_id) {
             feed.channel.close();
         }
-        self.followed.store(threads.len(), Ordering::SeqCst);
+        self.followed.store(threads.feeds.len(), Ordering::SeqCst);
     }
 
     /// Counts a run as executing until the guard is dropped.
